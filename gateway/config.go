@@ -150,12 +150,18 @@ func LoadConfig(args []string, getenv func(string) string, stderr io.Writer) (Co
 	if cfg.Platforms == nil {
 		cfg.Platforms = map[string]string{}
 	}
+	flagged := map[string]bool{}
 	for _, p := range platforms {
 		name, url, ok := strings.Cut(p, "=")
+		name = strings.TrimSpace(name)
 		if !ok {
 			return cfg, fmt.Errorf("%w: --platform %q: want NAME=URL", ErrUsage, p)
 		}
-		cfg.Platforms[strings.TrimSpace(name)] = strings.TrimSpace(url)
+		if flagged[name] {
+			return cfg, fmt.Errorf("%w: --platform %q: platform %q defined twice", ErrUsage, p, name)
+		}
+		flagged[name] = true
+		cfg.Platforms[name] = strings.TrimSpace(url)
 	}
 	if err := cfg.fill(); err != nil {
 		return cfg, fmt.Errorf("%w: %w", ErrUsage, err)
@@ -234,16 +240,22 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		if cfg.Platforms == nil {
 			cfg.Platforms = map[string]string{}
 		}
+		seen := map[string]bool{}
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
 			if item == "" {
 				continue
 			}
 			name, url, ok := strings.Cut(item, "=")
+			name = strings.TrimSpace(name)
 			if !ok {
 				return fmt.Errorf("HERALD_PLATFORMS entry %q: want NAME=URL", item)
 			}
-			cfg.Platforms[strings.TrimSpace(name)] = strings.TrimSpace(url)
+			if seen[name] {
+				return fmt.Errorf("HERALD_PLATFORMS: platform %q defined twice", name)
+			}
+			seen[name] = true
+			cfg.Platforms[name] = strings.TrimSpace(url)
 		}
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -304,4 +303,3 @@ func TestDiscordSoakIsExactlyOnce(t *testing.T) {
 	runSoak(t, "discord", total, 25, 3, harness.DeliveryExpect{AllDelivered: true, KeyHonoured: true})
 }
 
-var _ = syscall.SIGKILL

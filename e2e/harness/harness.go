@@ -112,7 +112,14 @@ type Proc struct {
 // captures its output under logDir as NAME.stdout / NAME.stderr.
 func Start(tb testing.TB, name, logDir, bin string, env []string, args ...string) *Proc {
 	tb.Helper()
+	return StartIn(tb, "", name, logDir, bin, env, args...)
+}
+
+// StartIn is Start with the child's working directory set to dir.
+func StartIn(tb testing.TB, dir, name, logDir, bin string, env []string, args ...string) *Proc {
+	tb.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()

@@ -1,0 +1,375 @@
+package split
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+var (
+	limit64  = Limit{Max: 64, Unit: UTF16}
+	limit100 = Limit{Max: 100, Unit: UTF16}
+)
+
+func TestLength(t *testing.T) {
+	tests := []struct {
+		name  string
+		s     string
+		u     Unit
+		count int
+	}{
+		{"ASCII counts one per character in UTF-16", "hello", UTF16, 5},
+		{"an emoji outside the BMP counts two UTF-16 units", "😀", UTF16, 2},
+		{"an emoji outside the BMP counts one rune", "😀", Runes, 1},
+		{"an emoji outside the BMP counts four bytes", "😀", Bytes, 4},
+		{"a ZWJ family counts eleven UTF-16 units", "👩‍👩‍👧‍👦", UTF16, 11},
+		{"CJK counts one UTF-16 unit and three bytes each", "日本", UTF16, 2},
+		{"CJK counts three bytes each", "日本", Bytes, 6},
+		{"an invalid byte counts as one replacement character", "a\xffb", UTF16, 3},
+		{"an invalid byte counts as one rune", "a\xffb", Runes, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Length(tt.s, tt.u); got != tt.count {
+				t.Errorf("Length(%q, %v) = %d, want %d", tt.s, tt.u, got, tt.count)
+			}
+		})
+	}
+}
+
+func TestLimitErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit Limit
+		want  error
+	}{
+		{"a max below MinMax is too small", Limit{Max: MinMax - 1, Unit: UTF16}, ErrLimitTooSmall},
+		{"a zero max is too small", Limit{Unit: Bytes}, ErrLimitTooSmall},
+		{"an unset unit is unknown", Limit{Max: 4096}, ErrUnknownUnit},
+		{"an out-of-range unit is unknown", Limit{Max: 4096, Unit: Bytes + 1}, ErrUnknownUnit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, s := range []string{"", "short", strings.Repeat("long ", 2000)} {
+				if _, err := Text(s, tt.limit); !errors.Is(err, tt.want) {
+					t.Errorf("Text(%d bytes, %+v) error = %v, want %v", len(s), tt.limit, err, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestTextExact pins the parts of small texts whose best split is clear.
+func TestTextExact(t *testing.T) {
+	a40, b15, c30 := strings.Repeat("a", 40), strings.Repeat("b", 15), strings.Repeat("c", 30)
+	tests := []struct {
+		name  string
+		s     string
+		limit Limit
+		want  []string
+	}{
+		{
+			name: "a short text comes back unchanged", limit: limit64,
+			s: "  hello\n", want: []string{"  hello\n"},
+		},
+		{
+			name: "an empty text comes back as one empty part", limit: limit64,
+			s: "", want: []string{""},
+		},
+		{
+			name: "a text exactly at the limit is one part", limit: limit64,
+			s: strings.Repeat("x", 64), want: []string{strings.Repeat("x", 64)},
+		},
+		{
+			name: "one character over the limit splits at the last space and drops it", limit: limit64,
+			s:    strings.Repeat("word ", 12) + "tails", // 64 + 1 characters
+			want: []string{strings.TrimSpace(strings.Repeat("word ", 12)), "tails"},
+		},
+		{
+			name: "a paragraph break at least half way is preferred to a later line break", limit: limit64,
+			s:    a40 + "\n\n" + b15 + "\n" + c30,
+			want: []string{a40, b15 + "\n" + c30},
+		},
+		{
+			name: "a line break is preferred to a paragraph break that leaves the part under half full", limit: limit64,
+			s:    b15 + "\n\n" + a40 + "\n" + c30,
+			want: []string{b15 + "\n\n" + a40, c30},
+		},
+		{
+			name: "a line break at least half way is preferred to a later word boundary", limit: limit64,
+			s:    a40 + "\n" + "bb bb bb bb bb bb bb bb bb",
+			want: []string{a40, "bb bb bb bb bb bb bb bb bb"},
+		},
+		{
+			name: "a whole run of blank lines and indentation at the cut is dropped", limit: limit64,
+			s:    a40 + "  \n \n\n\t  " + c30 + "\n" + c30,
+			want: []string{a40, c30 + "\n" + c30},
+		},
+		{
+			name: "leading and trailing whitespace of a split text is dropped", limit: limit64,
+			s:    "\n\n  " + a40 + "\n\n" + c30 + "\n\n\n",
+			want: []string{a40, c30},
+		},
+		{
+			name: "a surrogate pair straddling the limit in UTF-16 moves whole to the next part", limit: limit64,
+			s:    strings.Repeat("a", 63) + "😀b",
+			want: []string{strings.Repeat("a", 63), "😀b"},
+		},
+		{
+			name: "an emoji that ends exactly at the limit stays in the part", limit: limit64,
+			s:    strings.Repeat("a", 62) + "😀b",
+			want: []string{strings.Repeat("a", 62) + "😀", "b"},
+		},
+		{
+			name: "a ZWJ family emoji is never split", limit: limit64,
+			s:    strings.Repeat("x", 60) + "👩‍👩‍👧‍👦" + "yy",
+			want: []string{strings.Repeat("x", 60), "👩‍👩‍👧‍👦" + "yy"},
+		},
+		{
+			name: "the same text in runes fits the family emoji in the first part", limit: Limit{Max: 64, Unit: Runes},
+			s:    strings.Repeat("x", 57) + "👩‍👩‍👧‍👦" + "yy",
+			want: []string{strings.Repeat("x", 57) + "👩‍👩‍👧‍👦", "yy"},
+		},
+		{
+			name: "a combining mark stays with its base", limit: Limit{Max: 64, Unit: Runes},
+			s:    strings.Repeat("x", 63) + "e\u0301z",
+			want: []string{strings.Repeat("x", 63), "e\u0301z"},
+		},
+		{
+			name: "a backslash escape is never split", limit: limit64,
+			s:    strings.Repeat("x", 63) + `\*` + "y",
+			want: []string{strings.Repeat("x", 63), `\*y`},
+		},
+		{
+			name: "a single word of 10,000 characters splits at the limit", limit: Telegram,
+			s:    strings.Repeat("w", 10000),
+			want: []string{strings.Repeat("w", 4096), strings.Repeat("w", 4096), strings.Repeat("w", 1808)},
+		},
+		{
+			name: "a code fence with a language is closed and reopened with it", limit: limit64,
+			s: "```go\n" + "line one is here\nline two is here\nline three is here\n" + "line four is here\n```",
+			want: []string{
+				"```go\nline one is here\nline two is here\nline three is here\n```",
+				"```go\nline four is here\n```",
+			},
+		},
+		{
+			name: "a code fence without a language is closed and reopened bare", limit: limit64,
+			s: "```\n" + "line one is here\nline two is here\nline three is here\n" + "line four is here\n```",
+			want: []string{
+				"```\nline one is here\nline two is here\nline three is here\n```",
+				"```\nline four is here\n```",
+			},
+		},
+		{
+			name: "a blank line inside a code block is the preferred cut and is dropped", limit: limit64,
+			s: "~~~\n" + "func a() {\n\treturn 1 + 2 + 3\n}\n\n" + "func b() {\n\treturn 2\n}\n" + "func c() {}\nfunc d() {}\n~~~",
+			want: []string{
+				"~~~\nfunc a() {\n\treturn 1 + 2 + 3\n}\n~~~",
+				"~~~\nfunc b() {\n\treturn 2\n}\nfunc c() {}\nfunc d() {}\n~~~",
+			},
+		},
+		{
+			name: "indentation inside a code block is kept at a cut", limit: limit64,
+			s: "```py\n" + "def f():\n    x = 1111111111\n    y = 2222222222\n    return x + y\n```",
+			want: []string{
+				"```py\ndef f():\n    x = 1111111111\n    y = 2222222222\n```",
+				"```py\n    return x + y\n```",
+			},
+		},
+		{
+			name: "text before a code block is cut off before the block", limit: limit64,
+			s:    strings.Repeat("intro ", 6) + "\n```\n" + "some code\nmore code\neven more\n```",
+			want: []string{strings.TrimSpace(strings.Repeat("intro ", 6)), "```\nsome code\nmore code\neven more\n```"},
+		},
+		{
+			name: "a code block left open runs to the end and stays open in the last part, less trailing space", limit: limit64,
+			s: "```sh\n" + strings.Repeat("echo hello\n", 7),
+			want: []string{
+				"```sh\n" + strings.TrimSuffix(strings.Repeat("echo hello\n", 5), "\n") + "\n```",
+				"```sh\necho hello\necho hello",
+			},
+		},
+		{
+			name: "bold spanning the limit is moved whole to the next part", limit: limit64,
+			s:    strings.Repeat("word ", 10) + "**bold text here**" + " end",
+			want: []string{strings.TrimSpace(strings.Repeat("word ", 10)), "**bold text here** end"},
+		},
+		{
+			name: "inline code spanning the limit is moved whole to the next part", limit: limit64,
+			s:    strings.Repeat("word ", 10) + "`x := f(y, zz)`" + " and more text",
+			want: []string{strings.TrimSpace(strings.Repeat("word ", 10)), "`x := f(y, zz)` and more text"},
+		},
+		{
+			name: "bold longer than the limit is closed and reopened at a word", limit: limit64,
+			s: "**" + strings.Repeat("bold ", 20) + "end**",
+			want: []string{
+				"**" + strings.TrimSpace(strings.Repeat("bold ", 12)) + "**",
+				"**" + strings.Repeat("bold ", 8) + "end**",
+			},
+		},
+		{
+			name: "nested emphasis is closed innermost first and reopened outermost first", limit: limit64,
+			s: "**a _" + strings.Repeat("nested ", 12) + "end_ b**",
+			want: []string{
+				"**a _" + strings.TrimSpace(strings.Repeat("nested ", 8)) + "_**",
+				"**_" + strings.Repeat("nested ", 4) + "end_ b**",
+			},
+		},
+		{
+			name: "inline code longer than the limit is closed and reopened keeping its spaces", limit: limit64,
+			s: "`" + strings.Repeat("code ", 20) + "`",
+			want: []string{
+				"`" + strings.Repeat("code ", 12) + "`",
+				"`" + strings.TrimSpace(strings.Repeat("code ", 8)) + " `",
+			},
+		},
+		{
+			name: "a link that fits in half the limit is not split", limit: limit64,
+			s:    strings.Repeat("x ", 20) + "[site](https://example.com/a)",
+			want: []string{strings.TrimSpace(strings.Repeat("x ", 20)), "[site](https://example.com/a)"},
+		},
+		{
+			name: "a link longer than the limit is split as plain text", limit: limit64,
+			s: "[" + strings.Repeat("link text ", 10) + "](https://example.com)",
+			want: []string{
+				"[" + strings.TrimSpace(strings.Repeat("link text ", 6)),
+				strings.Repeat("link text ", 4) + "](https://example.com)",
+			},
+		},
+		{
+			name: "a mid-line run of tildes never starts a part", limit: limit64,
+			s:    strings.Repeat("a", 55) + " ~~~" + strings.Repeat("b", 20),
+			want: []string{strings.Repeat("a", 55) + " ~~~bbbbb", strings.Repeat("b", 15)},
+		},
+		{
+			name: "CRLF line breaks are dropped whole", limit: limit64,
+			s:    a40 + "\r\n" + c30,
+			want: []string{a40, c30},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := MustSplit(t, tt.s, tt.limit)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Text(%q, %+v)\n got %q\nwant %q", tt.s, tt.limit, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTextScripts checks that text in many scripts splits only between
+// grapheme clusters and, where there are spaces, between words.
+func TestTextScripts(t *testing.T) {
+	tests := []struct {
+		name  string
+		unit  string
+		limit Limit
+		// whole reports whether a part's text consists of whole units.
+		whole func(part string) bool
+	}{
+		{
+			name: "ZWJ family emoji split only between families", unit: "👩‍👩‍👧‍👦", limit: limit64,
+			whole: func(p string) bool {
+				return strings.Count(p, "👩‍👩‍👧‍👦")*len("👩‍👩‍👧‍👦") == len(p)
+			},
+		},
+		{
+			name: "flags split only between flags", unit: "🇯🇵", limit: limit64,
+			whole: func(p string) bool { return strings.Count(p, "🇯🇵")*len("🇯🇵") == len(p) },
+		},
+		{
+			name: "skin-toned emoji split only between emoji", unit: "👍🏽", limit: Limit{Max: 65, Unit: UTF16},
+			whole: func(p string) bool { return strings.Count(p, "👍🏽")*len("👍🏽") == len(p) },
+		},
+		{
+			name: "combining marks split only after the mark", unit: "e\u0301", limit: Limit{Max: 65, Unit: Runes},
+			whole: func(p string) bool { return strings.Count(p, "e\u0301")*len("e\u0301") == len(p) },
+		},
+		{
+			name: "decomposed Hangul jamo split only between syllables", unit: "\u1112\u1161\u11ab", limit: Limit{Max: 64, Unit: Bytes},
+			whole: func(p string) bool { return strings.Count(p, "\u1112\u1161\u11ab")*9 == len(p) },
+		},
+		{
+			name: "CJK without spaces splits between characters", unit: "日本語", limit: limit64,
+			whole: utf8.ValidString,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := strings.Repeat(tt.unit, 200)
+			got := MustSplit(t, s, tt.limit)
+			for i, p := range got {
+				if !tt.whole(p) {
+					t.Errorf("part %d %q is not made of whole %q", i, p, tt.unit)
+				}
+			}
+		})
+	}
+
+	words := []struct {
+		name string
+		word string
+	}{
+		{"Arabic with harakat splits between words", "مَرْحَبًا"},
+		{"Hebrew with niqqud splits between words", "שָׁלוֹם"},
+		{"Devanagari splits between words", "नमस्ते"},
+		{"Latin with combining marks splits between words", "re\u0301sume\u0301"},
+	}
+	for _, tt := range words {
+		t.Run(tt.name, func(t *testing.T) {
+			s := strings.TrimSpace(strings.Repeat(tt.word+" ", 100))
+			for _, limit := range []Limit{limit64, {Max: 64, Unit: Bytes}, {Max: 64, Unit: Runes}} {
+				for i, p := range MustSplit(t, s, limit) {
+					if strings.Trim(strings.ReplaceAll(p, tt.word, ""), " ") != "" || strings.HasPrefix(p, " ") || strings.HasSuffix(p, " ") {
+						t.Errorf("%v: part %d %q is not whole words", limit.Unit, i, p)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTextPlatforms splits long mixed texts at each platform's limit.
+func TestTextPlatforms(t *testing.T) {
+	platforms := []struct {
+		name  string
+		limit Limit
+	}{
+		{"Telegram", Telegram},
+		{"Discord", Discord},
+		{"Slack", Slack},
+		{"a webhook in bytes", Limit{Max: 16000, Unit: Bytes}},
+	}
+	for _, pl := range platforms {
+		for _, size := range []int{8200, 30000} {
+			for seed := range uint64(4) {
+				s := mixedText(seed, size)
+				t.Run(pl.name+" splits a mixed text of "+strconv.Itoa(len(s))+" bytes", func(t *testing.T) {
+					got := MustSplit(t, s, pl.limit)
+					total := Length(s, pl.limit.Unit)
+					if min := (total + pl.limit.Max - 1) / pl.limit.Max; len(got) < min {
+						t.Fatalf("%d parts, fewer than the %d needed", len(got), min)
+					}
+					// Parts should be reasonably full: no more than twice the minimum.
+					if max := 2*(total/pl.limit.Max) + 2; len(got) > max {
+						t.Errorf("%d parts for %d %v, more than %d", len(got), total, pl.limit.Unit, max)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestTextIsDeterministic(t *testing.T) {
+	s := mixedText(7, 20000)
+	first := MustSplit(t, s, Discord)
+	for range 3 {
+		if again := MustSplit(t, s, Discord); !slices.Equal(first, again) {
+			t.Fatal("the same text split differently")
+		}
+	}
+}
