@@ -302,4 +302,3 @@ func TestDiscordSoakIsExactlyOnce(t *testing.T) {
 	}
 	runSoak(t, "discord", total, 25, 3, harness.DeliveryExpect{AllDelivered: true, KeyHonoured: true})
 }
-
