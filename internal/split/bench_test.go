@@ -40,13 +40,13 @@ func TestTextLarge(t *testing.T) {
 		t.Skip("1 MB texts")
 	}
 	const size = 1 << 20
-	for name, s := range map[string]string{
-		"a mixed 1 MB text splits by the rules":            mixedText(42, size),
-		"a 1 MB single grapheme cluster splits at runes":   "e" + strings.Repeat("\u0301", size/2),
-		"a 1 MB text of dense markers splits by the rules": strings.Repeat("*a _b `c` ~d~ [e](f) \\* ", size/24),
+	for _, tt := range []struct{ name, s string }{
+		{"a mixed 1 MB text splits by the rules", mixedText(42, size)},
+		{"a 1 MB single grapheme cluster splits at runes", "e" + strings.Repeat("\u0301", size/2)},
+		{"a 1 MB text of dense markers splits by the rules", strings.Repeat("*a _b `c` ~d~ [e](f) \\* ", size/24)},
 	} {
-		t.Run(name, func(t *testing.T) {
-			MustSplit(t, s, Telegram)
+		t.Run(tt.name, func(t *testing.T) {
+			MustSplit(t, tt.s, Telegram)
 		})
 	}
 }

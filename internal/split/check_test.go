@@ -14,12 +14,12 @@ import (
 // result (see checkParts). It returns the texts.
 func MustSplit(tb testing.TB, s string, limit Limit) []string {
 	tb.Helper()
-	before := lastResorts.Load()
+	before, desperate := lastResorts.Load(), desperateCuts.Load()
 	parts, err := Parts(s, limit)
 	if err != nil {
 		tb.Fatalf("Parts(%d bytes, %+v): %v", len(s), limit, err)
 	}
-	if err := checkParts(s, limit, parts); err != nil {
+	if err := checkParts(s, limit, parts, desperateCuts.Load() != desperate); err != nil {
 		tb.Fatalf("Parts(%q, %+v): %v\nparts: %q", abbrev(s), limit, err, texts(parts))
 	}
 	if lastResorts.Load() != before {
@@ -57,10 +57,11 @@ func abbrev(s string) string {
 //   - no cut falls inside a grapheme cluster, except at a rune boundary
 //     inside a cluster longer than Max/2;
 //   - every fenced code block opened in a part is closed in it, except in the
-//     last part if the original leaves its last block open. Texts with a
-//     fence-like line longer than Max/4 are exempt: such a line can only be
-//     carried as plain text (see the package documentation).
-func checkParts(s string, limit Limit, parts []Part) error {
+//     last part if the original leaves its last block open. Exempt are splits
+//     that had to make a desperate cut, and texts with a fence whose opening
+//     line takes more than Max/4 to reopen, which is split as plain text (see
+//     the package documentation).
+func checkParts(s string, limit Limit, parts []Part, desperate bool) error {
 	if Length(s, limit.Unit) <= limit.Max {
 		if len(parts) != 1 || parts[0].Text != s || parts[0].Start != 0 || parts[0].End != len(s) {
 			return fmt.Errorf("text within the limit came back as %q", texts(parts))
@@ -71,6 +72,7 @@ func checkParts(s string, limit Limit, parts []Part) error {
 		return fmt.Errorf("text over the limit came back as no parts")
 	}
 	bounds := graphemeBounds(s)
+	valid := utf8.ValidString(s)
 	var rebuilt strings.Builder
 	prev := 0
 	for i, p := range parts {
@@ -103,7 +105,7 @@ func checkParts(s string, limit Limit, parts []Part) error {
 				return fmt.Errorf("part %d: %w", i, err)
 			}
 		}
-		if utf8.ValidString(s) && !utf8.ValidString(p.Text) {
+		if valid && !utf8.ValidString(p.Text) {
 			return fmt.Errorf("part %d is not valid UTF-8", i)
 		}
 		prev = p.End
@@ -114,6 +116,9 @@ func checkParts(s string, limit Limit, parts []Part) error {
 	rebuilt.WriteString(s[prev:])
 	if rebuilt.String() != s {
 		return fmt.Errorf("the parts do not rebuild the original")
+	}
+	if desperate {
+		return nil
 	}
 	return checkFences(s, limit, parts)
 }
@@ -153,19 +158,13 @@ func checkMarkup(i int, parts []Part) error {
 
 // checkCut checks that byte offset c falls between grapheme clusters of s, or
 // between runes inside a cluster too long for any part.
-func checkCut(s string, limit Limit, bounds []bool, c int) error {
-	if bounds[c] {
+func checkCut(s string, limit Limit, bounds clusters, c int) error {
+	lo, hi := bounds.around(c, 4*limit.Max)
+	if lo == c {
 		return nil
 	}
 	if c < len(s) && !utf8.RuneStart(s[c]) {
 		return fmt.Errorf("cut at %d is inside a rune", c)
-	}
-	lo, hi := c, c
-	for !bounds[lo] {
-		lo--
-	}
-	for !bounds[hi] {
-		hi++
 	}
 	if Length(s[lo:hi], limit.Unit) <= limit.Max/2 {
 		return fmt.Errorf("cut at %d is inside grapheme cluster %q", c, s[lo:hi])
@@ -173,24 +172,40 @@ func checkCut(s string, limit Limit, bounds []bool, c int) error {
 	return nil
 }
 
-func graphemeBounds(s string) []bool {
-	b := make([]bool, len(s)+1)
-	b[0], b[len(s)] = true, true
+// clusters holds, for every byte offset, the start of the grapheme cluster
+// it falls in (the offset itself at a boundary).
+type clusters []int32
+
+func graphemeBounds(s string) clusters {
+	b := make(clusters, len(s)+1)
 	pos, state := 0, -1
 	for pos < len(s) {
 		var cl string
 		cl, _, _, state = uniseg.FirstGraphemeClusterInString(s[pos:], state)
+		for i := range len(cl) {
+			b[pos+i] = int32(pos)
+		}
 		pos += len(cl)
-		b[pos] = true
 	}
+	b[len(s)] = int32(len(s))
 	return b
+}
+
+// around returns the cluster that c is in or starts, [lo, hi), looking no
+// further than span bytes past c.
+func (b clusters) around(c, span int) (lo, hi int) {
+	lo, hi = int(b[c]), c+1
+	for hi < len(b)-1 && hi < c+span && int(b[hi]) == lo {
+		hi++
+	}
+	return lo, min(hi, len(b)-1)
 }
 
 func checkFences(s string, limit Limit, parts []Part) error {
 	all := parseFences(s)
 	openEnd := len(all) > 0 && !all[len(all)-1].closed
-	for _, line := range strings.Split(s, "\n") {
-		if _, _, ok := fenceRun(line); ok && Length(line, limit.Unit)+1 > limit.Max/4 {
+	for _, f := range all {
+		if Length(strings.TrimSuffix(s[f.start:f.lineEnd], "\r"), limit.Unit)+1 > limit.Max/4 {
 			return nil
 		}
 	}

@@ -24,10 +24,46 @@ type splitter struct {
 	fenceStarts []int   // starts of all fenced code blocks, carried or not
 	fenceEnds   []int
 	nodes       []node // inline entities by start; a parent precedes its children
+
+	// Memos for runEnd and nextTick, which cuts ask about in increasing
+	// order along a line, so that a long line is read once.
+	runLo, runHi   int
+	tickLo, tickHi int
+}
+
+// runEnd returns the end of the run of s[i] starting at i.
+func (sp *splitter) runEnd(i int) int {
+	s := sp.s
+	if i < sp.runLo || i >= sp.runHi || s[i] != s[sp.runLo] {
+		j := i + 1
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		sp.runLo, sp.runHi = i, j
+	}
+	return sp.runHi
+}
+
+// nextTick returns the first backtick or line break at or after i, or len(s).
+func (sp *splitter) nextTick(i int) int {
+	s := sp.s
+	if i < sp.tickLo || i > sp.tickHi {
+		j := i
+		for j < len(s) && s[j] != '`' && s[j] != '\n' {
+			j++
+		}
+		sp.tickLo, sp.tickHi = i, j
+	}
+	return sp.tickHi
 }
 
 func newSplitter(s string, l Limit) *splitter {
-	sp := &splitter{s: s, unit: l.Unit, max: l.Max, cap: l.Max / 4}
+	sp := &splitter{s: s, unit: l.Unit, max: l.Max, cap: l.Max / 4, tickLo: -1, tickHi: -1}
+	// Every entity spends two marker characters, or "](" for a link. Sizing
+	// the slice once spares marker-dense text the copies of append's growth;
+	// the cap bounds what text full of unpaired markers wastes.
+	markers := strings.Count(s, "`") + strings.Count(s, "*") + strings.Count(s, "_") + strings.Count(s, "~") + strings.Count(s, "|")
+	sp.nodes = make([]node, 0, min(markers/2+strings.Count(s, "]("), len(s)/8+16))
 	r0 := 0
 	for _, f := range parseFences(s) {
 		sp.fenceStarts = append(sp.fenceStarts, f.start)
@@ -55,7 +91,7 @@ func (sp *splitter) linkNodes() {
 		}
 		return cmp.Compare(b.end, a.end)
 	})
-	var stack []int
+	var stack []int32
 	for i := range sp.nodes {
 		nd := &sp.nodes[i]
 		for len(stack) > 0 && sp.nodes[stack[len(stack)-1]].end <= nd.start {
@@ -67,7 +103,7 @@ func (sp *splitter) linkNodes() {
 			nd.parent, nd.eff, nd.entUp = up, sp.nodes[up].eff, sp.nodes[up].entSelf
 		}
 		nd.entSelf = nd.entUp
-		var base int
+		var base int32
 		var pre, suf head
 		if nd.entUp >= 0 {
 			up := &sp.nodes[nd.entUp]
@@ -76,14 +112,15 @@ func (sp *splitter) linkNodes() {
 		nd.markup = base
 		switch {
 		case nd.kind == nodeLink:
-			nd.eff = i
-		case base+len(nd.marker) <= sp.cap:
-			nd.eff, nd.entSelf = i, i
-			nd.markup = base + len(nd.marker)
-			nd.pre = pre.add(nd.marker)
-			nd.suf = (head{}).add(nd.marker).addHead(suf)
+			nd.eff = int32(i)
+		case int(base)+int(nd.mlen) <= sp.cap:
+			m := sp.marker(nd)
+			nd.eff, nd.entSelf = int32(i), int32(i)
+			nd.markup = base + nd.mlen
+			nd.pre = pre.add(m)
+			nd.suf = (head{}).add(m).addHead(suf)
 		}
-		stack = append(stack, i)
+		stack = append(stack, int32(i))
 	}
 }
 
@@ -132,13 +169,17 @@ func (sp *splitter) markup(c cand) (suffix, prefix string) {
 		return f.suffix, f.prefix
 	}
 	var markers []string
-	for e := c.ent; e >= 0; e = sp.nodes[e].entUp {
-		markers = append(markers, sp.nodes[e].marker)
+	for e := int32(c.ent); e >= 0; e = sp.nodes[e].entUp {
+		markers = append(markers, sp.marker(&sp.nodes[e]))
 	}
 	suffix = strings.Join(markers, "") // innermost closes first
 	slices.Reverse(markers)
 	return suffix, strings.Join(markers, "")
 }
+
+// marker returns the marker that opens and closes an emphasis or inline code
+// node.
+func (sp *splitter) marker(nd *node) string { return sp.s[nd.start : nd.start+int(nd.mlen)] }
 
 func (sp *splitter) isFenceStart(b int) bool {
 	_, ok := slices.BinarySearch(sp.fenceStarts, b)
@@ -216,36 +257,39 @@ type scan struct {
 	ni    int   // first node not yet entered
 	stack []int // nodes around the scan position, innermost last
 
-	ls       int    // start of the current line
-	linePre  string // markup before the current line's text in this part
-	lineText bool   // whether the current line has had a non-space
+	ls       int      // start of the current line
+	head     lineHead // the current line so far in this part, markup included
+	lineText bool     // whether the current line has had a non-space
 
 	run runState
 }
 
 // runState is a run of whitespace that a cut may drop.
 type runState struct {
-	active  bool
-	fence   bool // inside a code block: starts at a line break, keeps indentation
-	a, n    int
-	nl      int // line breaks in the run
-	bAt     int // inside a code block: start of the line after the last break
-	x       where
-	ls      int
-	linePre string
+	active bool
+	fence  bool // inside a code block: starts at a line break, keeps indentation
+	a, n   int
+	nl     int // line breaks in the run
+	bAt    int // inside a code block: start of the line after the last break
+	x      where
+	head   lineHead // the line ending at a
 }
 
 // lastResorts counts cuts made with nothing but the limit in mind. The rules
 // leave a boundary in every window, so tests expect it to stay zero.
 var lastResorts atomic.Int64
 
+// desperateCuts counts cuts that make a line look like a fence line, taken
+// because no other boundary was left; tests use it to tell those apart.
+var desperateCuts atomic.Int64
+
 // next scans from p, where a part with the given prefix starts, and returns
 // where the part should end. final reports that the rest of the text fits;
 // the part then ends at the end of its last non-space.
 func (sp *splitter) next(p int, prefix string) (cand, bool) {
-	sc := &scan{sp: sp, p: p, budget: sp.max - Length(prefix, sp.unit), ls: p, linePre: prefix}
-	if strings.HasSuffix(prefix, "\n") {
-		sc.linePre = ""
+	sc := &scan{sp: sp, p: p, budget: sp.max - Length(prefix, sp.unit), ls: p}
+	if !strings.HasSuffix(prefix, "\n") {
+		sc.head.feedString(prefix)
 	}
 	sc.seek(p)
 	s := sp.s
@@ -263,7 +307,7 @@ func (sp *splitter) next(p int, prefix string) (cand, bool) {
 		cl, _, _, state = uniseg.FirstGraphemeClusterInString(s[pos:min(len(s), max(window, pos+256))], state)
 		ws, nl := clusterSpace(cl)
 		if pos > p {
-			sc.boundary(pos, n, prevWS, prevNL, ws, nl)
+			sc.boundary(pos, n, prevWS, prevNL, ws, nl, len(cl))
 		}
 		if n > sc.budget && !sc.run.active {
 			break
@@ -276,14 +320,17 @@ func (sp *splitter) next(p int, prefix string) (cand, bool) {
 		pos += len(cl)
 		switch {
 		case nl:
-			sc.ls, sc.linePre, sc.lineText = pos, "", false
+			sc.ls, sc.head, sc.lineText = pos, lineHead{}, false
 			if sc.run.active {
 				sc.run.nl++
 				sc.run.bAt = pos
 			}
-		case !ws:
-			sc.lineText = true
-			textEnd = pos
+		default:
+			sc.head.feedString(cl)
+			if !ws {
+				sc.lineText = true
+				textEnd = pos
+			}
 		}
 		prevWS, prevNL = ws, nl
 	}
@@ -305,12 +352,12 @@ func (sc *scan) seek(p int) {
 	sc.ni = sort.Search(len(sp.nodes), func(i int) bool { return sp.nodes[i].start >= p })
 	// The last node to start before p is inside every node around p, or
 	// after them; walk out to the innermost one still open at p.
-	k := sc.ni - 1
+	k := int32(sc.ni - 1)
 	for k >= 0 && sp.nodes[k].end <= p {
 		k = sp.nodes[k].parent
 	}
 	for ; k >= 0; k = sp.nodes[k].parent {
-		sc.stack = append(sc.stack, k)
+		sc.stack = append(sc.stack, int(k))
 	}
 	slices.Reverse(sc.stack)
 }
@@ -349,13 +396,13 @@ func (sc *scan) where(c int) where {
 	if len(sc.stack) == 0 {
 		return plainWhere
 	}
-	e := sp.nodes[sc.stack[len(sc.stack)-1]].eff
+	e := int(sp.nodes[sc.stack[len(sc.stack)-1]].eff)
 	if e < 0 {
 		return plainWhere
 	}
 	nd := &sp.nodes[e]
 	// Never inside a marker, and never so that a part holds an empty entity.
-	if nd.kind == nodeLink || c <= nd.start+len(nd.marker) || c >= nd.end-len(nd.marker) {
+	if nd.kind == nodeLink || c <= nd.start+int(nd.mlen) || c >= nd.end-int(nd.mlen) {
 		return blocked
 	}
 	if nd.kind == nodeCode {
@@ -365,8 +412,8 @@ func (sc *scan) where(c int) where {
 }
 
 // boundary weighs the boundary c between the cluster before it and the one
-// after it; n is the length of s[p:c].
-func (sc *scan) boundary(c, n int, prevWS, prevNL, nextWS, nextNL bool) {
+// after it, nextLen bytes long; n is the length of s[p:c].
+func (sc *scan) boundary(c, n int, prevWS, prevNL, nextWS, nextNL bool, nextLen int) {
 	x := sc.where(c)
 	if sc.run.active {
 		if !nextWS {
@@ -387,20 +434,26 @@ func (sc *scan) boundary(c, n int, prevWS, prevNL, nextWS, nextNL bool) {
 			if x.kind == inEmph {
 				t = tierInlineGrapheme
 			}
-			sc.offerInline(t, c, c, n, x, sc.ls, sc.linePre, false)
+			sc.offerInline(t, c, c, n, x, sc.head, false)
 		case nextWS && prevWS:
-			sc.offerInline(tierBlank, c, c, n, x, sc.ls, sc.linePre, false)
+			sc.offerInline(tierBlank, c, c, n, x, sc.head, false)
 		}
 	case inCode:
-		// Inline code is literal: nothing is dropped.
-		t := tierInlineGrapheme
+		// Inline code is literal: only a line break, which renders as a
+		// space, is dropped; a part must not end or start with the break,
+		// where the reopened marker would stand alone on its line.
+		nd := &sc.sp.nodes[x.ent]
 		switch {
+		case nextNL:
+			if c+nextLen < nd.end-int(nd.mlen) {
+				sc.offerInline(tierInlineLine, c, c+nextLen, n, x, sc.head, false)
+			}
 		case prevNL:
-			t = tierInlineLine
 		case prevWS && !nextWS:
-			t = tierInlineWord
+			sc.offerInline(tierInlineWord, c, c, n, x, sc.head, false)
+		default:
+			sc.offerInline(tierInlineGrapheme, c, c, n, x, sc.head, false)
 		}
-		sc.offerInline(t, c, c, n, x, sc.ls, sc.linePre, false)
 	case inFence:
 		switch {
 		case !sc.lineText:
@@ -418,12 +471,13 @@ func (sc *scan) boundary(c, n int, prevWS, prevNL, nextWS, nextNL bool) {
 // runes weighs the rune boundaries inside cl, a grapheme cluster at pos too
 // long to fit in a part with its markup.
 func (sc *scan) runes(pos int, cl string, n int) {
-	m, prev := n, 0
+	m, prev, h := n, 0, sc.head
 	for i := range cl {
 		if i == 0 {
 			continue
 		}
 		m += Length(cl[prev:i], sc.sp.unit)
+		h.feedString(cl[prev:i])
 		prev = i
 		if m > sc.budget {
 			return
@@ -433,13 +487,13 @@ func (sc *scan) runes(pos int, cl string, n int) {
 		case inFence:
 			sc.offerFence(tierRune, pos+i, m, x)
 		default:
-			sc.offerInline(tierRune, pos+i, pos+i, m, x, sc.ls, sc.linePre, false)
+			sc.offerInline(tierRune, pos+i, pos+i, m, x, h, false)
 		}
 	}
 }
 
 func (sc *scan) startRun(c, n int, x where, fenced bool) {
-	sc.run = runState{active: true, fence: fenced, a: c, n: n, bAt: c, x: x, ls: sc.ls, linePre: sc.linePre}
+	sc.run = runState{active: true, fence: fenced, a: c, n: n, bAt: c, x: x, head: sc.head}
 }
 
 // endRun offers the whitespace run that ends at b, whose context is x.
@@ -472,40 +526,59 @@ func (sc *scan) endRun(b int, x where, final bool) {
 	case r.nl == 1:
 		t = line
 	}
-	sc.offerInline(t, r.a, b, r.n, r.x, r.ls, r.linePre, final)
+	sc.offerInline(t, r.a, b, r.n, r.x, r.head, final)
 }
 
-// offerInline offers a cut outside code blocks. The part's last line is
-// s[ls:a] after linePre; final means nothing follows b.
-func (sc *scan) offerInline(t, a, b, n int, x where, ls int, linePre string, final bool) {
+// offerInline offers a cut outside code blocks. h is the part's last line
+// up to a; final means nothing follows b.
+func (sc *scan) offerInline(t, a, b, n int, x where, h lineHead, final bool) {
 	if a <= sc.p || !sc.fits(n, x) {
 		return
 	}
-	if !sc.endOK(a, x, ls, linePre) || !final && !sc.startOK(b, x) {
+	if !sc.endOK(a, x, h) || !final && !sc.startOK(b, x) {
 		t = tierDesperate
 	}
 	sc.put(t, a, b, n, x)
 }
 
 // endOK reports whether the part's last line, closed by the cut's markup,
-// can only look like a fence line if it is one in the original.
-func (sc *scan) endOK(a int, x where, ls int, linePre string) bool {
-	h := (head{}).add(linePre).add(sc.sp.s[ls:min(a, ls+len(head{}.b))])
+// would open a fenced block only where the original has one.
+func (sc *scan) endOK(a int, x where, h lineHead) bool {
 	if x.kind == inEmph || x.kind == inCode {
-		h = h.addHead(sc.sp.nodes[x.ent].suf)
+		// A code marker, the only one with backticks, is innermost, so it
+		// leads the suffix and its head tells all (see lineHead).
+		suf := sc.sp.nodes[x.ent].suf
+		h.feedBytes(suf.b[:suf.n])
 	}
-	return !h.like(0) || x.kind == inPlain && sc.sp.isFenceEnd(a)
+	return !h.fence() || x.kind == inPlain && sc.sp.isFenceEnd(a)
 }
 
 // startOK reports whether the next part's first line, after the reopened
-// markup, can only look like a fence line if it is one in the original.
+// markup, would open a fenced block only where the original has one.
 func (sc *scan) startOK(b int, x where) bool {
-	var h head
+	var h lineHead
 	if x.kind == inEmph || x.kind == inCode {
-		h = sc.sp.nodes[x.ent].pre
+		pre := sc.sp.nodes[x.ent].pre
+		h.feedBytes(pre.b[:pre.n])
 	}
-	h = h.add(sc.sp.s[b:min(b+len(h.b), len(sc.sp.s))])
-	return !h.like(0) || x.kind == inPlain && sc.sp.isFenceStart(b)
+	s := sc.sp.s
+	for i := b; i < len(s) && s[i] != '\n' && !h.decided(); {
+		switch {
+		case h.st == headRun && s[i] == h.ch:
+			j := sc.sp.runEnd(i)
+			h.run += j - i
+			i = j
+		case h.st == headAfter:
+			if k := sc.sp.nextTick(i); k < len(s) && s[k] == '`' {
+				h.st = headPlain
+			}
+			i = len(s)
+		default:
+			h.feed(s[i])
+			i++
+		}
+	}
+	return !h.fence() || x.kind == inPlain && sc.sp.isFenceStart(b)
 }
 
 // offerFence offers a cut inside a line of a code block. Neither the
@@ -528,7 +601,7 @@ func (sc *scan) fits(n int, x where) bool {
 	case inFence:
 		n += sc.sp.fences[x.fence].suffixLen
 	case inEmph, inCode:
-		n += sc.sp.nodes[x.ent].markup
+		n += int(sc.sp.nodes[x.ent].markup)
 	}
 	return n <= sc.budget
 }
@@ -548,15 +621,19 @@ func (sc *scan) put(t, a, b, n int, x where) {
 }
 
 // choose takes the best tier whose cut fills at least half the part, or
-// failing that the best tier with any cut.
+// failing that the best tier with any cut. A desperate cut is taken only
+// when there is no other.
 func (sc *scan) choose() cand {
-	for _, c := range sc.best {
+	for _, c := range sc.best[:tierDesperate] {
 		if c.ok && c.n >= sc.budget/2 {
 			return c
 		}
 	}
-	for _, c := range sc.best {
+	for t, c := range sc.best {
 		if c.ok {
+			if t == tierDesperate {
+				desperateCuts.Add(1)
+			}
 			return c
 		}
 	}

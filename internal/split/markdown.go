@@ -94,23 +94,26 @@ const (
 	nodeCode
 )
 
-// node is an inline entity: a link, emphasis or inline code span.
+// node is an inline entity: a link, emphasis or inline code span. Nodes are
+// kept small (indices are int32) because marker-dense text has many.
 type node struct {
 	start, end int
-	kind       nodeKind
-	marker     string // opening and closing marker of emphasis and code
+	// mlen is the length of the marker that opens and closes emphasis or
+	// inline code: s[start:start+mlen], the same at both ends.
+	mlen int32
+	kind nodeKind
 
-	parent int // enclosing node, or -1
+	parent int32 // enclosing node, or -1
 	// eff is the nearest node around and including this one that constrains
 	// a cut: a link, or an entity whose markers are carried. -1 if none.
-	eff int
+	eff int32
 	// entUp is the nearest carried entity strictly around this node, -1 if
 	// none; entSelf is this node if it is a carried entity, else entUp.
-	entUp, entSelf int
+	entUp, entSelf int32
 	// markup is the length of the markers that a cut inside this carried
 	// entity adds on each side: its own and those of the carried entities
 	// around it. Markers are ASCII, so bytes are units in every Unit.
-	markup int
+	markup int32
 	// pre and suf are the first bytes of the reopening and closing markup.
 	pre, suf head
 }
@@ -155,7 +158,7 @@ func (sp *splitter) parseInline(r0, r1 int) {
 	// Backtick runs, found with escapes honoured everywhere (Telegram
 	// MarkdownV2 escapes ` and \ even inside code), and for each the next run
 	// of the same length: where inline code opened by it would close.
-	type btRun struct{ pos, n int }
+	type btRun struct{ pos, n int32 }
 	var runs []btRun
 	for i := r0; i < r1; {
 		switch {
@@ -166,23 +169,23 @@ func (sp *splitter) parseInline(r0, r1 int) {
 			for j < r1 && s[j] == '`' {
 				j++
 			}
-			runs = append(runs, btRun{i, j - i})
+			runs = append(runs, btRun{int32(i), int32(j - i)})
 			i = j
 		default:
 			i++
 		}
 	}
-	nextSame := make([]int, len(runs))
-	last := make(map[int]int)
+	nextSame := make([]int32, len(runs))
+	last := make(map[int32]int32)
 	for k := len(runs) - 1; k >= 0; k-- {
 		nextSame[k] = -1
 		if j, ok := last[runs[k].n]; ok {
 			nextSame[k] = j
 		}
-		last[runs[k].n] = k
+		last[runs[k].n] = int32(k)
 	}
 
-	type opener struct{ pos, tok int }
+	type opener struct{ pos, tok int32 }
 	var stack []opener
 	var open [numToks]int
 	rk := 0
@@ -192,20 +195,20 @@ func (sp *splitter) parseInline(r0, r1 int) {
 		case c == '\\' && i+1 < r1 && isPunct(s[i+1]):
 			i += 2
 		case c == '`':
-			for rk < len(runs) && runs[rk].pos < i {
+			for rk < len(runs) && int(runs[rk].pos) < i {
 				rk++
 			}
-			if rk == len(runs) || runs[rk].pos != i {
+			if rk == len(runs) || int(runs[rk].pos) != i {
 				i++ // cannot happen: both passes skip the same escapes
 				continue
 			}
 			r := runs[rk]
 			if j := nextSame[rk]; j >= 0 {
-				end := runs[j].pos + r.n
-				sp.nodes = append(sp.nodes, node{start: i, end: end, kind: nodeCode, marker: s[i : i+r.n]})
-				i, rk = end, j+1
+				end := int(runs[j].pos + r.n)
+				sp.nodes = append(sp.nodes, node{start: i, end: end, kind: nodeCode, mlen: r.n})
+				i, rk = end, int(j)+1
 			} else {
-				i, rk = i+r.n, rk+1
+				i, rk = i+int(r.n), rk+1
 			}
 		case c == '[':
 			if end, ok := linkEnd(s, i, r1); ok && Length(s[i:end], sp.unit) <= sp.max/2 {
@@ -236,15 +239,15 @@ func (sp *splitter) parseInline(r0, r1 int) {
 			switch {
 			case canClose && open[tok] > 0:
 				k := len(stack) - 1
-				for stack[k].tok != tok {
+				for int(stack[k].tok) != tok {
 					open[stack[k].tok]--
 					k--
 				}
 				open[tok]--
-				sp.nodes = append(sp.nodes, node{start: stack[k].pos, end: j, kind: nodeEmph, marker: s[i:j]})
+				sp.nodes = append(sp.nodes, node{start: int(stack[k].pos), end: j, kind: nodeEmph, mlen: int32(j - i)})
 				stack = stack[:k]
 			case canOpen:
-				stack = append(stack, opener{i, tok})
+				stack = append(stack, opener{int32(i), int32(tok)})
 				open[tok]++
 			}
 			i = j
@@ -309,11 +312,11 @@ func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 // like a fence line: up to three spaces and three fence characters.
 type head struct {
 	b [6]byte
-	n int
+	n uint8
 }
 
 func (h head) add(s string) head {
-	for i := 0; i < len(s) && h.n < len(h.b); i++ {
+	for i := 0; i < len(s) && int(h.n) < len(h.b); i++ {
 		h.b[h.n] = s[i]
 		h.n++
 	}
@@ -321,7 +324,7 @@ func (h head) add(s string) head {
 }
 
 func (h head) addHead(o head) head {
-	for i := 0; i < o.n && h.n < len(h.b); i++ {
+	for i := 0; i < int(o.n) && int(h.n) < len(h.b); i++ {
 		h.b[h.n] = o.b[i]
 		h.n++
 	}
@@ -332,10 +335,10 @@ func (h head) addHead(o head) head {
 // three of c, or, if c is 0, three of either '`' or '~'.
 func (h head) like(c byte) bool {
 	i := 0
-	for i < 3 && i < h.n && h.b[i] == ' ' {
+	for i < 3 && i < int(h.n) && h.b[i] == ' ' {
 		i++
 	}
-	if i+3 > h.n {
+	if i+3 > int(h.n) {
 		return false
 	}
 	if c == 0 {
@@ -366,4 +369,71 @@ func clusterSpace(cl string) (ws, nl bool) {
 	}
 	r, n := utf8.DecodeRuneInString(cl)
 	return n == len(cl) && isSpace(r), false
+}
+
+// lineHead follows the start of a line, byte by byte, to tell whether the
+// line would open a fenced code block (CommonMark §4.5): up to three spaces,
+// then three or more ~, or three or more ` with no ` after them on the line.
+type lineHead struct {
+	st     uint8
+	spaces uint8
+	ch     byte
+	run    int
+}
+
+const (
+	headSpaces = iota // in the indentation
+	headRun           // in a run of ` or ~
+	headAfter         // past three or more `: plain if a ` follows
+	headPlain         // decided: not a fence line
+	headFence         // decided: a ~ fence line
+)
+
+func (h *lineHead) feed(c byte) {
+	switch h.st {
+	case headSpaces:
+		switch {
+		case c == ' ' && h.spaces < 3:
+			h.spaces++
+		case c == '`' || c == '~':
+			h.st, h.ch, h.run = headRun, c, 1
+		default:
+			h.st = headPlain
+		}
+	case headRun:
+		switch {
+		case c == h.ch:
+			h.run++
+		case h.run < 3:
+			h.st = headPlain
+		case h.ch == '~':
+			h.st = headFence
+		default:
+			h.st = headAfter
+			h.feed(c)
+		}
+	case headAfter:
+		if c == '`' {
+			h.st = headPlain
+		}
+	}
+}
+
+func (h *lineHead) feedString(s string) {
+	for i := 0; i < len(s) && !h.decided(); i++ {
+		h.feed(s[i])
+	}
+}
+
+func (h *lineHead) feedBytes(b []byte) {
+	for i := 0; i < len(b) && !h.decided(); i++ {
+		h.feed(b[i])
+	}
+}
+
+func (h lineHead) decided() bool { return h.st == headPlain || h.st == headFence }
+
+// fence reports whether the line, if it ended here, would open a fence.
+func (h lineHead) fence() bool {
+	return h.st == headFence || h.st == headAfter || h.st == headRun && h.run >= 3
 }

@@ -12,8 +12,10 @@
 //  3. a blank line, then a line break, inside a fenced code block;
 //  4. whitespace between words outside any entity;
 //  5. a paragraph break, line break or whitespace inside an inline entity;
-//  6. a grapheme cluster boundary (UAX #29, via github.com/rivo/uniseg):
-//     outside entities, then inside a code block, then inside an inline entity.
+//  6. a grapheme cluster boundary (UAX #29, via github.com/rivo/uniseg)
+//     outside entities, then whitespace or a grapheme cluster boundary within
+//     a line of a code block, then a grapheme cluster boundary inside an
+//     inline entity.
 //
 // A better-ranked boundary is taken only if the part it ends is at least half
 // full; otherwise the next rank is tried, and only if no rank reaches half is
@@ -27,12 +29,15 @@
 // pathological: a single grapheme cluster longer than half of Max cannot share
 // a part with the markup a part may need, so it is cut between runes.
 //
-// Whitespace at a cut is dropped: the whole run of spaces and line breaks
-// between the two parts outside code, or the line break and any blank lines
-// inside a fenced code block (indentation is kept). When a text must be split,
-// whitespace at its very start and end is dropped the same way. Nothing else
-// is lost or changed: every [Part] records the byte range of the original that
-// it carries and the Markdown it adds.
+// Whitespace at a cut is dropped: outside code, the whole run of spaces and
+// line breaks between the two parts; inside a fenced code block, the line
+// break and any blank lines after it, but not the next line's indentation;
+// inside inline code, only a line break (it renders as a space), as other
+// spaces there are the code's own. When a text must be split, whitespace at
+// its very start and end is dropped too (unless dropping indentation would
+// turn a line into a fence line). Nothing else is lost or changed: every
+// [Part] records the byte range of the original that it carries and the
+// Markdown it adds.
 //
 // # Markdown
 //
@@ -60,19 +65,22 @@
 // A cut inside inline code or emphasis closes the open markers at the end of
 // the part and reopens them at the start of the next (e.g. "**" and "**"),
 // counted in the limit. A cut inside a link is not made while the link fits in
-// half of Max; a longer link is split as plain text, because no platform can
-// show it whole anyway.
+// half of Max, which guarantees it a part of its own if need be; a longer link
+// (rare: 2048 characters for Telegram) is split as plain text and loses its
+// target.
 //
 // Added markup is capped: if reopening a fence (its opening line plus "\n"), or
 // the markers of the entities open at a cut, would take more than a quarter of
 // Max, that block or entity is split as plain text. This keeps at least half of
 // every part for the text itself.
 //
-// A cut is also never made where it would make a line of the next part, or
-// the last line of this one, look like a fence line (up to three spaces, then
-// three ` or ~) that the original did not have, since that would turn the rest
-// of the part into code. Only when no other boundary is left (a line starting
-// with ``` that is longer than a quarter of Max) is such a cut made.
+// A cut is also never made where it would make the first line of the next
+// part, or the last line of this one, open a fenced code block where the
+// original has none (a line such as "```x" that ends before a backtick, or
+// "~~~"), since that would turn the rest of the part into code: say a cut
+// before a mid-line "```", or reopened strikethrough "~~" + "~". Only when no
+// other boundary fits is such a cut made, which takes contrived text (a line
+// longer than the part that starts with ``` and has its next backtick far on).
 package split
 
 import (

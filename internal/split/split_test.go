@@ -2,6 +2,8 @@ package split
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,7 +351,11 @@ func TestTextPlatforms(t *testing.T) {
 			for seed := range uint64(4) {
 				s := mixedText(seed, size)
 				t.Run(pl.name+" splits a mixed text of "+strconv.Itoa(len(s))+" bytes", func(t *testing.T) {
+					desperate := desperateCuts.Load()
 					got := MustSplit(t, s, pl.limit)
+					if desperateCuts.Load() != desperate {
+						t.Errorf("made a cut that opens a fence")
+					}
 					total := Length(s, pl.limit.Unit)
 					if min := (total + pl.limit.Max - 1) / pl.limit.Max; len(got) < min {
 						t.Fatalf("%d parts, fewer than the %d needed", len(got), min)
@@ -361,6 +367,118 @@ func TestTextPlatforms(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestTextLongCodeBlock splits code blocks of 300 lines at Discord's limit:
+// every part is one closed block, and no line of code is cut.
+func TestTextLongCodeBlock(t *testing.T) {
+	var code strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&code, "\tfmt.Println(%d, \"some output\") // line %d\n", i, i)
+	}
+	for _, info := range []string{"go", ""} {
+		name := "a long code block with language " + strconv.Quote(info) + " is closed and reopened with it"
+		t.Run(name, func(t *testing.T) {
+			s := "Here is the code:\n\n```" + info + "\n" + code.String() + "```\n\nThat was it."
+			got := MustSplit(t, s, Discord)
+			var lines []string
+			for i, p := range got {
+				if i > 0 && !strings.HasPrefix(p, "```"+info+"\n") || i < len(got)-1 && !strings.HasSuffix(p, "\n```") {
+					t.Errorf("part %d is not one closed block: %q…%q", i, p[:20], p[len(p)-20:])
+				}
+				for _, l := range strings.Split(p, "\n") {
+					if strings.HasPrefix(l, "\tfmt") {
+						lines = append(lines, l+"\n")
+					}
+				}
+			}
+			if strings.Join(lines, "") != code.String() {
+				t.Error("the code lines of the parts are not the original lines")
+			}
+			// The introduction is short of half a part, so it keeps company
+			// with the start of the block rather than going alone.
+			if !strings.HasPrefix(got[0], "Here is the code:\n\n```"+info+"\n\tfmt") {
+				t.Errorf("first part starts %q, want the introduction and the block", got[0][:40])
+			}
+			if last := got[len(got)-1]; !strings.HasSuffix(last, "\n```\n\nThat was it.") {
+				t.Errorf("last part ends %q, want the block's end and the closing line", last[len(last)-40:])
+			}
+		})
+	}
+}
+
+func TestPartsRecordWhatWasAdded(t *testing.T) {
+	s := "```go\nline one is here\nline two is here\nline three is here\nline four is here\n```"
+	parts, err := Parts(s, limit64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Part{
+		{
+			Text:  "```go\nline one is here\nline two is here\nline three is here\n```",
+			Start: 0, End: 58, Suffix: "\n```",
+		},
+		{
+			Text:  "```go\nline four is here\n```",
+			Start: 59, End: len(s), Prefix: "```go\n",
+		},
+	}
+	if !slices.Equal(parts, want) {
+		t.Errorf("Parts(%q)\n got %+v\nwant %+v", s, parts, want)
+	}
+}
+
+// TestTextNeverOpensAFence checks texts where a careless cut would make a
+// line of a part look like a fence line and turn the rest into code.
+func TestTextNeverOpensAFence(t *testing.T) {
+	tests := []struct {
+		name string
+		s    string
+	}{
+		{"a cut is not made before a mid-line run of backticks", strings.Repeat("a", 55) + " ```go " + strings.Repeat("b", 20)},
+		{"dropped indentation does not turn an indented line into a fence", strings.Repeat("a", 50) + "\n    ```go\n" + strings.Repeat("b ", 20)},
+		{"a line starting with backticks is cut only after a later backtick", "x\n```" + strings.Repeat("y", 40) + "`" + strings.Repeat(" z", 30)},
+		{"a valid short cut is taken over a long one that opens a fence", "x\n```" + strings.Repeat("y", 100) + "`"},
+		{"inline code with a triple-backtick marker is reopened only where its line closes it", "text ```a\nb\nc``` more " + strings.Repeat("word ", 12)},
+		{"a one-line triple-backtick code span longer than the limit is closed and reopened", "```" + strings.Repeat("code ", 30) + "```"},
+		{"strikethrough reopened after a tilde does not make a tilde fence", "~~" + strings.Repeat("struck ", 15) + "~~ " + strings.Repeat("~tilde ", 10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			desperate := desperateCuts.Load()
+			got := MustSplit(t, tt.s, limit64)
+			if desperateCuts.Load() != desperate {
+				t.Fatalf("made a cut that opens a fence: %q", got)
+			}
+			parts, _ := Parts(tt.s, limit64)
+			if err := checkFences(tt.s, limit64, parts); err != nil {
+				t.Fatalf("%v: %q", err, got)
+			}
+			if tt.name == "a valid short cut is taken over a long one that opens a fence" && got[0] != "x" {
+				t.Errorf("first part %q, want %q", got[0], "x")
+			}
+		})
+	}
+}
+
+// TestTextRandomTokens checks the properties on random texts made of the
+// pieces that trip splitters up. FuzzText explores further.
+func TestTextRandomTokens(t *testing.T) {
+	tokens := []string{
+		"a", "word ", "aaaaaaaaaaaaaaaaaaaa", " ", "\t", "    ", "\n", "\n\n", "\r\n",
+		"*", "**", "_", "__", "~", "~~", "~~~", "`", "``", "```", "```go\n", "||", "[", "](", ")", "\\",
+		"😀", "👩‍👩‍👧‍👦", "🇯🇵", "👍🏽", "e\u0301", "\u0301", "\u200d", "日本", "שָׁ", "\xff",
+	}
+	seed := uint64(20240601)
+	r := rand.New(rand.NewPCG(seed, seed))
+	t.Logf("seed %d", seed)
+	for range 3000 {
+		var b strings.Builder
+		for range r.IntN(200) {
+			b.WriteString(tokens[r.IntN(len(tokens))])
+		}
+		MustSplit(t, b.String(), Limit{Max: MinMax + r.IntN(100), Unit: Unit(1 + r.IntN(3))})
 	}
 }
 
