@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	// Embedded so that zones resolve on hosts without /usr/share/zoneinfo
@@ -17,10 +16,6 @@ import (
 // the zone, e.g. `unknown zone "Mars/Olympus": want an IANA name such as
 // "Europe/Berlin"`.
 var ErrUnknownZone = errors.New("unknown zone")
-
-// zoneCache holds every zone LoadZone has loaded: time.LoadLocation reads and
-// parses the zone file on each call, and a scheduler loads a zone per job.
-var zoneCache sync.Map // string → *time.Location
 
 // LoadZone returns the zone on whose wall clock a job's spec is read (SPEC §5):
 // the job's own IANA zone name, or server when name is empty (the server zone,
@@ -35,9 +30,6 @@ func LoadZone(name string, server *time.Location) (*time.Location, error) {
 		}
 		return server, nil
 	}
-	if loc, ok := zoneCache.Load(name); ok {
-		return loc.(*time.Location), nil
-	}
 	if name == "Local" {
 		return nil, fmt.Errorf("%w %q: not an IANA zone name; leave the zone empty to use the server zone", ErrUnknownZone, name)
 	}
@@ -45,7 +37,6 @@ func LoadZone(name string, server *time.Location) (*time.Location, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: want an IANA name such as \"Europe/Berlin\"", ErrUnknownZone, name)
 	}
-	zoneCache.Store(name, loc)
 	return loc, nil
 }
 

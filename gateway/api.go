@@ -45,6 +45,9 @@ func badRequest(code, format string, args ...any) error {
 // where that mapping lives.
 func ErrorStatus(err error) (int, string) {
 	var he *httpError
+	if status, code, ok := cronErrorStatus(err); ok {
+		return status, code
+	}
 	switch {
 	case errors.As(err, &he):
 		return he.status, he.code
@@ -100,6 +103,7 @@ func (g *Gateway) Handler() http.Handler {
 		r.Post("/messages", g.postMessage)
 		r.Get("/messages", g.listMessages)
 		r.Get("/messages/{id}", g.getMessage)
+		g.jobRoutes(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, &httpError{http.StatusNotFound, "not_found", fmt.Errorf("no route %s %s", r.Method, r.URL.Path)})

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/cron"
 	"herald/outbox"
 )
 
@@ -66,6 +67,14 @@ type Config struct {
 	RetryBase   Duration `json:"retry_base"`
 	RetryMax    Duration `json:"retry_max"`
 	Retention   Duration `json:"retention"`
+	// TZ is the server zone for jobs without one (HERALD_TZ); empty means
+	// the process's local zone.
+	TZ string `json:"tz"`
+	// Scheduler tuning (HERALD_CLAIM_TTL, HERALD_HEARTBEAT,
+	// HERALD_ONESHOT_GRACE); see cron.Config.
+	ClaimTTL     Duration `json:"claim_ttl"`
+	Heartbeat    Duration `json:"heartbeat"`
+	OneShotGrace Duration `json:"oneshot_grace"`
 	// LogLevel is debug, info (default), warn or error (HERALD_LOG_LEVEL);
 	// LogFormat is text (default) or json (HERALD_LOG_FORMAT).
 	LogLevel  string `json:"log_level"`
@@ -187,7 +196,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 	str := map[string]*string{
 		"HERALD_HOME": &cfg.Home, "HERALD_ADDR": &cfg.Addr, "HERALD_TOKEN": &cfg.Token,
 		"HERALD_SYNCHRONOUS": &cfg.Synchronous, "HERALD_LOG_LEVEL": &cfg.LogLevel,
-		"HERALD_LOG_FORMAT": &cfg.LogFormat,
+		"HERALD_LOG_FORMAT": &cfg.LogFormat, "HERALD_TZ": &cfg.TZ,
 	}
 	for k, p := range str {
 		if v := getenv(k); v != "" {
@@ -199,6 +208,8 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		"HERALD_LEASE": &cfg.Lease, "HERALD_SEND_TIMEOUT": &cfg.SendTimeout,
 		"HERALD_MAX_AGE": &cfg.MaxAge, "HERALD_RETRY_BASE": &cfg.RetryBase,
 		"HERALD_RETRY_MAX": &cfg.RetryMax, "HERALD_RETENTION": &cfg.Retention,
+		"HERALD_CLAIM_TTL": &cfg.ClaimTTL, "HERALD_HEARTBEAT": &cfg.Heartbeat,
+		"HERALD_ONESHOT_GRACE": &cfg.OneShotGrace,
 	}
 	for k, p := range durs {
 		if v := getenv(k); v != "" {
@@ -296,6 +307,9 @@ func (c *Config) fill() error {
 	default:
 		return fmt.Errorf("log format %q: want text or json", c.LogFormat)
 	}
+	if _, err := cron.ServerZone(c.TZ); err != nil {
+		return err
+	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w", c.Addr, err)
@@ -337,4 +351,21 @@ func (c Config) OutboxConfig(owner string) outbox.Config {
 		Retention:   time.Duration(c.Retention),
 		Seed:        c.Seed,
 	}
+}
+
+// SchedulerConfig returns the scheduler tuning for owner; the caller adds
+// the platform hooks.
+func (c Config) SchedulerConfig(owner string) (cron.Config, error) {
+	zone, err := cron.ServerZone(c.TZ)
+	if err != nil {
+		return cron.Config{}, err
+	}
+	return cron.Config{
+		Owner:        owner,
+		ServerZone:   zone,
+		ClaimTTL:     time.Duration(c.ClaimTTL),
+		Heartbeat:    time.Duration(c.Heartbeat),
+		OneShotGrace: time.Duration(c.OneShotGrace),
+		PollInterval: time.Duration(c.PollInterval),
+	}, nil
 }

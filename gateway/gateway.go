@@ -16,9 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"herald/cron"
 	"herald/internal/clock"
 	"herald/internal/faultpoint"
 	"herald/internal/owner"
+	"herald/internal/split"
 	"herald/internal/store"
 	"herald/outbox"
 )
@@ -53,6 +55,7 @@ type Gateway struct {
 	db     *store.DB
 	ledger *outbox.Ledger
 	worker *outbox.Worker
+	sched  *cron.Scheduler
 
 	ready atomic.Bool
 }
@@ -92,8 +95,29 @@ func Open(ctx context.Context, cfg Config, d Deps) (*Gateway, error) {
 		Concurrency:  cfg.Concurrency,
 		PollInterval: time.Duration(cfg.PollInterval),
 	})
+	scfg, err := cfg.SchedulerConfig(own.ID())
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	scfg.KnownPlatform = func(p string) bool { _, ok := d.Platforms.Lookup(p); return ok }
+	scfg.Limit = func(p string) split.Limit {
+		if s, ok := d.Platforms.Lookup(p); ok {
+			return s.Limit()
+		}
+		return split.Limit{}
+	}
+	scfg.Delivered = g.worker.Notify
+	g.sched, err = cron.New(db, d.Faults, owner.NewLiveness(cfg.Home, own.ID()), d.Log, scfg)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
 	return g, nil
 }
+
+// Scheduler returns the gateway's scheduler.
+func (g *Gateway) Scheduler() *cron.Scheduler { return g.sched }
 
 // Ledger returns the gateway's delivery ledger.
 func (g *Gateway) Ledger() *outbox.Ledger { return g.ledger }
@@ -125,11 +149,21 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	g.log.Info("boot sweep done", "claimed", rep.Claimed, "delivered", rep.Delivered, "failed", rep.Failed,
 		"abandoned", rep.Abandoned, "unsettled", rep.Unsettled)
+	interrupted, err := g.sched.Recover(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.log.Info("scheduler recovery done", "interrupted", interrupted)
 
+	// Deliveries and executions in flight run under their own context: a
+	// drain lets them finish, and only the drain timeout cuts them off.
 	deliverCtx, cutOff := context.WithCancel(context.WithoutCancel(ctx))
 	defer cutOff()
 	workerDone := make(chan error, 1)
 	go func() { workerDone <- g.worker.Run(ctx, deliverCtx) }()
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- g.sched.Run(ctx, deliverCtx) }()
 
 	srv := &http.Server{
 		Handler:           requestLog(g.log, g.Handler()),
@@ -147,6 +181,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.ready.Store(false)
 		cutOff()
 		<-workerDone
+		<-schedDone
 		return fmt.Errorf("serve: %w", err)
 	}
 
@@ -157,12 +192,16 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := srv.Shutdown(drainCtx); err != nil {
 		g.log.Warn("http shutdown cut short", "err", err)
 	}
-	select {
-	case <-workerDone:
-	case <-drainCtx.Done():
-		g.log.Warn("drain timeout: cutting off deliveries in flight")
-		cutOff()
-		<-workerDone
+	// Executions finish first: a finished run records a delivery the worker
+	// may still send while the drain lasts.
+	for _, done := range []chan error{schedDone, workerDone} {
+		select {
+		case <-done:
+		case <-drainCtx.Done():
+			g.log.Warn("drain timeout: cutting off work in flight")
+			cutOff()
+			<-done
+		}
 	}
 	g.log.Info("drained")
 	return nil

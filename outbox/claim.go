@@ -225,3 +225,24 @@ func (l *Ledger) NextWake(ctx context.Context) (time.Time, bool, error) {
 	}
 	return best, !best.IsZero(), nil
 }
+
+// DueBy counts the obligations that should have been delivered by at but
+// are not: chat heads in flight, or pending/failed and due at or before at
+// with their chat not held. Rows waiting behind a backed-off head, or for a
+// retry after at, are not counted.
+func (l *Ledger) DueBy(ctx context.Context, at time.Time) (int, error) {
+	var n int
+	err := l.db.QueryRow(ctx, `SELECT count(*) FROM obligations o
+		WHERE o.state IN ('pending', 'attempting', 'failed')
+		  AND o.id = (SELECT min(h.id) FROM obligations h
+		              WHERE h.platform = o.platform AND h.chat_id = o.chat_id
+		                AND h.state IN ('pending', 'attempting', 'failed'))
+		  AND (o.state = 'attempting' OR (o.next_attempt_at <= :at
+		       AND NOT EXISTS (SELECT 1 FROM chat_holds c WHERE c.platform = o.platform
+		                       AND c.chat_id IN (o.chat_id, '') AND c.not_before > :at)))`,
+		sql.Named("at", store.FormatTime(at))).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count due obligations: %w", err)
+	}
+	return n, nil
+}

@@ -56,6 +56,7 @@ const (
 	OutboxSettled  = "outbox.settled"
 	BootClaimed    = "boot.claimed"
 	BootSent       = "boot.sent"
+	CronDue        = "cron.due"
 	CronClaimed    = "cron.claimed"
 	CronStarted    = "cron.started"
 	CronFinished   = "cron.finished"
@@ -77,6 +78,7 @@ func Catalog() []Point {
 		{OutboxSettled, "settled: the outcome is committed; the worker has not yet moved on"},
 		{BootClaimed, "boot sweep: an orphaned row is claimed for redelivery; nothing sent"},
 		{BootSent, "boot sweep: the redelivery was answered; the outcome is not yet settled"},
+		{CronDue, "a due occurrence was read; its claim transaction has not begun (a rendezvous for replicas)"},
 		{CronClaimed, "fire claim committed and next occurrence advanced; the execution has not started"},
 		{CronStarted, "execution marked running; the action has not finished"},
 		{CronFinished, "the action finished; the terminal record and its delivery are not yet committed"},
