@@ -133,6 +133,10 @@ type RunInfo struct {
 	Manual bool
 	// ExecutionID is the id of the execution record of this run.
 	ExecutionID int64
+	// Started, when set, is called with an exec action's process group id
+	// as soon as the command has started, so the caller can record it and
+	// reap the group if this process dies mid-run.
+	Started func(pgid int) `json:"-"`
 }
 
 // Result is how a run ended.
@@ -462,8 +466,8 @@ func (a Action) runExec(ctx context.Context, info RunInfo) Result {
 		Stdout: pw,
 		Stderr: pw,
 		// Its own process group, so that kill(-pgid) reaches every
-		// process the job started.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// process the job started (and, on Linux, killed with us).
+		SysProcAttr: actionProcAttr(),
 	}
 	err = cmd.Start()
 	pw.Close() // the child holds its own copy
@@ -472,6 +476,9 @@ func (a Action) runExec(ctx context.Context, info RunInfo) Result {
 		return Result{Err: fmt.Errorf("start %s: %w", name, err), Cause: RunCauseError}
 	}
 	pgid := cmd.Process.Pid
+	if info.Started != nil {
+		info.Started(pgid)
+	}
 	copied := make(chan struct{})
 	go func() {
 		// Never grows past the cap, and keeps reading past it so that a

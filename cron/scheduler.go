@@ -536,11 +536,12 @@ func (s *Scheduler) recoverOrphans(ctx context.Context) (int, []claim, error) {
 		owner   string
 		fence   int64
 		expires time.Time
+		pgid    int
 	}
 	var cands []orphan
 	err := s.db.Read(ctx, func(tx *store.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, job_id, kind, slot, state, coalesce(owner, ''), fencing_token, claim_expires_at
-			FROM executions WHERE state IN ('claimed', 'running') AND (owner IS NULL OR owner != ?)`, s.cfg.Owner)
+		rows, err := tx.QueryContext(ctx, `SELECT id, job_id, kind, slot, state, coalesce(owner, ''), fencing_token, claim_expires_at,
+			coalesce(pgid, 0) FROM executions WHERE state IN ('claimed', 'running') AND (owner IS NULL OR owner != ?)`, s.cfg.Owner)
 		if err != nil {
 			return err
 		}
@@ -549,7 +550,7 @@ func (s *Scheduler) recoverOrphans(ctx context.Context) (int, []claim, error) {
 			var o orphan
 			var kind, state, slot string
 			var exp sql.NullString
-			if err := rows.Scan(&o.id, &o.job, &kind, &slot, &state, &o.owner, &o.fence, &exp); err != nil {
+			if err := rows.Scan(&o.id, &o.job, &kind, &slot, &state, &o.owner, &o.fence, &exp, &o.pgid); err != nil {
 				return err
 			}
 			o.kind, o.state = ExecKind(kind), ExecState(state)
@@ -582,8 +583,9 @@ func (s *Scheduler) recoverOrphans(ctx context.Context) (int, []claim, error) {
 	}
 	var marked int
 	var reruns []claim
+	var reap []orphan
 	err = s.db.Write(ctx, func(tx *store.Tx) error {
-		marked, reruns = 0, nil
+		marked, reruns, reap = 0, nil, nil
 		for i, o := range lost {
 			res, err := tx.ExecContext(ctx, `UPDATE executions SET state = 'interrupted', cause = ?, owner = NULL,
 				claim_expires_at = NULL, finished_at = ? WHERE id = ? AND state = ? AND fencing_token = ? AND coalesce(owner, '') = ?`,
@@ -595,6 +597,7 @@ func (s *Scheduler) recoverOrphans(ctx context.Context) (int, []claim, error) {
 				continue
 			}
 			marked++
+			reap = append(reap, o)
 			s.log.Warn("execution interrupted", "execution", o.id, "job", o.job, "slot", o.slot, "cause", why[i])
 			if o.kind == ExecRerun {
 				continue
@@ -618,6 +621,13 @@ func (s *Scheduler) recoverOrphans(ctx context.Context) (int, []claim, error) {
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("recover orphaned executions: %w", err)
+	}
+	// Nothing a run held outlives it (SPEC §1): a job process its dead owner
+	// left behind is killed, once the run is recorded as interrupted.
+	for _, o := range reap {
+		if o.pgid > 0 && reapExecution(o.id, o.pgid) {
+			s.log.Warn("killed the process group an interrupted execution left", "execution", o.id, "pgid", o.pgid)
+		}
 	}
 	return marked, reruns, nil
 }
@@ -787,6 +797,7 @@ func (s *Scheduler) execute(runCtx context.Context, c claim) {
 	res := j.Action.Run(budgetCtx, s.clk, RunInfo{
 		JobID: j.ID, Job: j.Name, Slot: e.Slot, Local: e.Slot.In(loc), Zone: loc.String(),
 		Manual: e.Kind == ExecManual, ExecutionID: e.ID,
+		Started: func(pgid int) { s.recordPgid(e, pgid, log) },
 	})
 	budgetErr := budgetCtx.Err()
 	cancelBudget()
@@ -820,6 +831,19 @@ func (s *Scheduler) execute(runCtx context.Context, c claim) {
 		return
 	}
 	log.Info("execution finished", "state", state, "cause", cause)
+}
+
+// recordPgid stores an exec action's process group on its execution, so
+// that recovery can reap the group if this process dies mid-run.
+func (s *Scheduler) recordPgid(e Execution, pgid int, log *slog.Logger) {
+	err := s.db.Write(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.ExecContext(context.Background(), `UPDATE executions SET pgid = ?
+			WHERE id = ? AND state = 'running' AND owner = ? AND fencing_token = ?`, pgid, e.ID, s.cfg.Owner, e.FencingToken)
+		return err
+	})
+	if err != nil {
+		log.Warn("record process group", "pgid", pgid, "err", err)
+	}
 }
 
 func (s *Scheduler) markRunning(ctx context.Context, e Execution) (bool, error) {

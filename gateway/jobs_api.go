@@ -334,6 +334,10 @@ func (g *Gateway) settled(w http.ResponseWriter, r *http.Request) {
 		}
 		at = t
 	}
+	// Nudge both loops, so a process whose clock just moved ticks now
+	// instead of at its next poll.
+	g.sched.Notify()
+	g.worker.Notify()
 	ok, why, err := g.sched.Settled(r.Context(), at)
 	if err != nil {
 		g.writeError(w, r, err)

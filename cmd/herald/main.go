@@ -19,11 +19,29 @@ const usage = `herald — a messaging gateway with an exactly-once delivery outb
 usage:
   herald serve [--addr A] [--home DIR] [--platform NAME=URL ...] [--config FILE]
   herald send --platform NAME --chat ID --text TEXT [--key K] [--wait]
+  herald jobs add --name NAME --spec SPEC [--zone ZONE] [--anchor T]
+                  (--text TEMPLATE | --exec 'CMD ARGS' [--arg A ...] | --http-url URL
+                   [--http-method M] [--http-header 'N: V' ...] [--http-body B])
+                  [--platform NAME] [--chat ID] [--catchup latest|skip|all] [--catchup-cap N]
+                  [--grace D] [--budget D] [--rerun-interrupted] [--paused]
+  herald jobs ls [--json]
+  herald jobs show|rm|pause|resume NAME|ID
+  herald jobs run NAME|ID [--wait D]
+  herald jobs history NAME|ID [--limit N] [--json]
+  herald cron preview --spec SPEC [--tz ZONE] --from T --to T [--anchor T] [--json] [--max N]
   herald ledger ls|show ID|stats [--home DIR] [--json]
   herald doctor [--home DIR]
   herald faults list
   herald clock set|advance --file PATH (INSTANT | DURATION)
   herald version
+
+jobs talks to a running herald (--addr, else HERALD_ADDR; token HERALD_TOKEN); a job is
+named by its name or id. --exec is split on white space without shell quoting; each --arg
+is appended verbatim (--exec sh --arg -c --arg 'a; b'). run --wait exits 1 unless the run
+succeeded in time. An API refusal prints the server's message: exit 2 for HTTP 400 (an
+invalid request: bad spec, zone, action), 1 otherwise (not found, conflict, unreachable).
+cron preview prints every occurrence in [--from, --to) (RFC 3339 instants), one per line
+with its local offset; intervals need --anchor; more than --max (default 10000) is an error.
 
 Environment: HERALD_HOME, HERALD_ADDR, HERALD_TOKEN, HERALD_PLATFORMS, HERALD_CLOCK_FILE,
 HERALD_FAULTS and the tuning variables listed in the README.
@@ -51,6 +69,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = serve(ctx, args[1:], getenv, stdout, stderr)
 	case "send":
 		err = send(ctx, args[1:], getenv, stdout, stderr)
+	case "jobs":
+		err = jobsCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "cron":
+		err = cronCmd(args[1:], getenv, stdout)
 	case "ledger":
 		err = ledgerCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "doctor":

@@ -338,3 +338,18 @@ func JSON(ctx context.Context, method, url string, body, out any, header ...stri
 	}
 	return resp.StatusCode, nil
 }
+
+// ProcessAlive reports whether pid names a live process: it exists and is
+// not a zombie (a container's init may never reap orphans).
+func ProcessAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}

@@ -44,6 +44,7 @@ CREATE TABLE executions (
     output           TEXT,
     truncated        INTEGER NOT NULL DEFAULT 0,
     message_id       INTEGER,
+    pgid             INTEGER,
     claimed_at       TEXT    NOT NULL,
     started_at       TEXT,
     finished_at      TEXT,
