@@ -157,9 +157,12 @@ func (d JobDef) apply(j *Job) {
 // validate checks j (after defaults) and returns its parsed schedule.
 // Errors wrap ErrInvalidJob, ErrBadSpec, ErrUnknownZone or ErrBadAction and
 // say which field is wrong.
-func (s *Scheduler) validate(j *Job, now time.Time, isNew bool) (*Schedule, error) {
+func (s *Scheduler) validate(j *Job, now time.Time, rescheduled bool) (*Schedule, error) {
 	if !jobNameRE.MatchString(j.Name) {
 		return nil, invalid("name %q: want 1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit", j.Name)
+	}
+	if strings.Trim(j.Name, "0123456789") == "" {
+		return nil, invalid("name %q: a name of digits only would read as a job id", j.Name)
 	}
 	if j.Spec == "" {
 		return nil, invalid("spec is required (e.g. \"30 2 * * *\", \"every 2h\", \"at 2026-12-01T09:00\")")
@@ -173,7 +176,7 @@ func (s *Scheduler) validate(j *Job, now time.Time, isNew bool) (*Schedule, erro
 		return nil, fmt.Errorf("spec: %w", err)
 	}
 	if sched.Kind() == KindOneShot {
-		if _, ok := sched.Next(now); !ok && isNew {
+		if _, ok := sched.Next(now); !ok && rescheduled {
 			at, _ := sched.Prev(now)
 			return nil, invalid("spec %q: the one-shot at %s is in the past (now %s)", j.Spec,
 				at.In(loc).Format(time.RFC3339), now.In(loc).Format(time.RFC3339))
@@ -267,7 +270,8 @@ func (s *Scheduler) UpdateJob(ctx context.Context, id int64, def JobDef) (Job, e
 		}
 		before := j
 		def.apply(&j)
-		sched, err := s.validate(&j, tx.Now, false)
+		rescheduled := j.Spec != before.Spec || j.Zone != before.Zone || !j.Anchor.Equal(before.Anchor)
+		sched, err := s.validate(&j, tx.Now, rescheduled)
 		if err != nil {
 			return err
 		}
@@ -280,7 +284,7 @@ func (s *Scheduler) UpdateJob(ctx context.Context, id int64, def JobDef) (Job, e
 				return fmt.Errorf("%w: a job named %q already exists", ErrConflict, j.Name)
 			}
 		}
-		if j.Spec != before.Spec || j.Zone != before.Zone || !j.Anchor.Equal(before.Anchor) || (before.Paused && !j.Paused) {
+		if rescheduled || (before.Paused && !j.Paused) {
 			j.NextRunAt, _ = sched.Next(tx.Now)
 		}
 		action, err := json.Marshal(j.Action)

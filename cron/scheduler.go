@@ -112,7 +112,8 @@ type Scheduler struct {
 	mu       sync.Mutex
 	zones    map[string]*time.Location
 	inflight map[int64]bool
-	runCtx   context.Context // set by Run: executions run under it
+	runCtx   context.Context // set by Start: executions run under it
+	closed   bool            // set when Run returns: no execution starts after
 	// pendingReruns are reruns claimed by Recover before Run started.
 	pendingReruns []claim
 	lastTick      atomic.Int64 // unix nanos of the last completed tick's instant
@@ -494,8 +495,9 @@ func (s *Scheduler) insertExecution(ctx context.Context, tx *store.Tx, j Job, ki
 func (s *Scheduler) RunNow(ctx context.Context, id int64) (Execution, error) {
 	s.mu.Lock()
 	runCtx := s.runCtx
+	closed := s.closed
 	s.mu.Unlock()
-	if runCtx == nil {
+	if runCtx == nil || closed {
 		return Execution{}, fmt.Errorf("run job %d: %w", id, ErrNotRunning)
 	}
 	var c claim
@@ -646,16 +648,33 @@ func (s *Scheduler) Recover(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// Start begins Run in a goroutine, having made the scheduler ready for
+// manual runs before it returns. The channel receives Run's result.
+func (s *Scheduler) Start(ctx, runCtx context.Context) <-chan error {
+	s.mu.Lock()
+	s.runCtx = runCtx
+	s.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, runCtx) }()
+	return done
+}
+
 // Run ticks until ctx is done, then waits for executions in flight (they
 // run under runCtx, which the caller cancels to cut a drain short: a cut
-// run ends cancelled with cause "shutdown").
+// run ends cancelled with cause "shutdown"). No execution starts after it
+// returns.
 func (s *Scheduler) Run(ctx, runCtx context.Context) error {
 	s.mu.Lock()
 	s.runCtx = runCtx
 	pending := s.pendingReruns
 	s.pendingReruns = nil
 	s.mu.Unlock()
-	defer s.running.Wait()
+	defer func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.running.Wait()
+	}()
 	for _, c := range pending {
 		s.start(runCtx, c)
 	}
@@ -712,6 +731,16 @@ func (s *Scheduler) nextWake(ctx context.Context) (time.Time, bool, error) {
 	return best, !best.IsZero(), nil
 }
 
+// LastTick returns the instant the last completed tick ran at (zero before
+// the first).
+func (s *Scheduler) LastTick() time.Time {
+	n := s.lastTick.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
 // Settled reports whether everything due at or before at is done: this
 // process's clock has reached at, a tick has run at or after it, no job is
 // due at or before it, and none of this process's executions is in flight.
@@ -721,7 +750,9 @@ func (s *Scheduler) Settled(ctx context.Context, at time.Time) (bool, []string, 
 	if now := s.clk.Now(); now.Before(at) {
 		why = append(why, fmt.Sprintf("clock at %s, before %s", now.Format(time.RFC3339Nano), at.Format(time.RFC3339Nano)))
 	}
-	if last := time.Unix(0, s.lastTick.Load()); last.Before(at) {
+	if s.lastTick.Load() == 0 {
+		why = append(why, "no tick yet")
+	} else if last := time.Unix(0, s.lastTick.Load()); last.Before(at) {
 		why = append(why, fmt.Sprintf("last tick at %s", last.UTC().Format(time.RFC3339Nano)))
 	}
 	var due int
@@ -747,9 +778,16 @@ func (s *Scheduler) Wait() { s.running.Wait() }
 // start runs a claimed execution in its own goroutine.
 func (s *Scheduler) start(runCtx context.Context, c claim) {
 	s.mu.Lock()
+	if s.closed {
+		// Run has returned: the claim is left to expire, and recovery
+		// records the execution as interrupted.
+		s.mu.Unlock()
+		s.log.Warn("execution not started: the scheduler has stopped", "execution", c.exec.ID)
+		return
+	}
 	s.inflight[c.exec.ID] = true
-	s.mu.Unlock()
 	s.running.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.running.Done()
 		defer func() {

@@ -309,15 +309,27 @@ func TestTheHeartbeatKeepsALongRunsClaim(t *testing.T) {
 	if _, err := a.RunOnce(e.ctx, e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	wait, cancel := context.WithTimeout(e.ctx, 20*time.Second)
-	defer cancel()
-	for i := 0; i < 20; i++ { // 10 virtual minutes
-		if err := e.clk.WaitForTimers(wait, 2); err != nil { // budget + heartbeat armed
-			t.Fatal(err)
+	started := e.clk.Now()
+	var execID int64
+	waitUntil(t, "the run to start", func() bool {
+		es := e.executions(a, job.ID)
+		if len(es) == 1 && es[0].State == cron.ExecRunning {
+			execID = es[0].ID
+			return true
 		}
+		return false
+	})
+	for i := 1; i <= 20; i++ { // 10 virtual minutes
 		e.clk.Advance(30 * time.Second)
+		// The beat due by now must have refreshed the claim before the
+		// contender looks at it.
+		lastBeat := started.Add(e.clk.Now().Sub(started).Truncate(time.Minute))
+		waitUntil(t, fmt.Sprintf("a heartbeat at %s (virtual +%ds)", lastBeat.Format(time.RFC3339), i*30), func() bool {
+			x, err := a.GetExecution(e.ctx, execID)
+			return err == nil && !x.HeartbeatAt.Before(lastBeat)
+		})
 		if rep := e.tick(contender); rep.Interrupted != 0 {
-			t.Fatalf("the contender took over a live claim after %ds", (i+1)*30)
+			t.Fatalf("the contender took over a live claim after %ds", i*30)
 		}
 	}
 	os.WriteFile(gate, nil, 0o644)
@@ -387,4 +399,15 @@ func TestBadJobsAreRefusedWithTheirReason(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
+// waitUntil polls cond until it holds, failing the test with what was
+// awaited after a deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -162,8 +162,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	defer cutOff()
 	workerDone := make(chan error, 1)
 	go func() { workerDone <- g.worker.Run(ctx, deliverCtx) }()
-	schedDone := make(chan error, 1)
-	go func() { schedDone <- g.sched.Run(ctx, deliverCtx) }()
+	schedDone := g.sched.Start(ctx, deliverCtx)
 
 	srv := &http.Server{
 		Handler:           requestLog(g.log, g.Handler()),
@@ -194,7 +193,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	// Executions finish first: a finished run records a delivery the worker
 	// may still send while the drain lasts.
-	for _, done := range []chan error{schedDone, workerDone} {
+	for _, done := range []<-chan error{schedDone, workerDone} {
 		select {
 		case <-done:
 		case <-drainCtx.Done():

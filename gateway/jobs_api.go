@@ -253,8 +253,12 @@ func (g *Gateway) runJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) listExecutions(w http.ResponseWriter, r *http.Request) {
-	j, err := g.jobFromPath(r)
-	if err != nil {
+	// A numeric id reaches a deleted job's history too.
+	var j cron.Job
+	var err error
+	if id, perr := strconv.ParseInt(chi.URLParam(r, "job"), 10, 64); perr == nil {
+		j.ID = id
+	} else if j, err = g.jobFromPath(r); err != nil {
 		g.writeError(w, r, err)
 		return
 	}
@@ -325,7 +329,9 @@ func (g *Gateway) previewJob(w http.ResponseWriter, r *http.Request) {
 // is due and undelivered — and 503 with the reasons otherwise. Test suites
 // on a virtual clock step the clock and wait on it.
 func (g *Gateway) settled(w http.ResponseWriter, r *http.Request) {
-	at := g.clk.Now()
+	// Without ?at=, the probe answers for the last tick's instant: "now"
+	// would move with every poll on a real clock and never be reached.
+	at := g.sched.LastTick()
 	if v := r.URL.Query().Get("at"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {

@@ -32,7 +32,7 @@ const jobsVerbs = "add|ls|show|rm|pause|resume|run|history"
 // error line: a 400 (the server refused the request as invalid — bad spec,
 // zone, action, …) exits 2 like any usage error, anything else (not found,
 // conflict, unreachable, not ready) exits 1.
-func jobsCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func jobsCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: want `herald jobs %s`", errUsage, jobsVerbs)
 	}
@@ -103,9 +103,10 @@ func (e *apiError) Is(target error) bool {
 	return target == errUsage && e.Status == http.StatusBadRequest
 }
 
-// oneLine folds s onto one line of at most n bytes.
+// oneLine puts s on one line (line breaks become spaces) of at most n bytes,
+// cut at a rune boundary.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
 	if len(s) > n {
 		for n > 0 && !utf8.RuneStart(s[n]) {
 			n--

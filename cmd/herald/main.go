@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "send":
 		err = send(ctx, args[1:], getenv, stdout, stderr)
 	case "jobs":
-		err = jobsCmd(ctx, args[1:], getenv, stdout, stderr)
+		err = jobsCmd(ctx, args[1:], getenv, stdout)
 	case "cron":
 		err = cronCmd(args[1:], getenv, stdout)
 	case "ledger":
