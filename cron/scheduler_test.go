@@ -319,6 +319,7 @@ func TestTheHeartbeatKeepsALongRunsClaim(t *testing.T) {
 		}
 		return false
 	})
+	armed(t, e.clk) // the run budget and the first heartbeat are timed from here
 	for i := 1; i <= 20; i++ { // 10 virtual minutes
 		e.clk.Advance(30 * time.Second)
 		// The beat due by now must have refreshed the claim before the
@@ -328,6 +329,7 @@ func TestTheHeartbeatKeepsALongRunsClaim(t *testing.T) {
 			x, err := a.GetExecution(e.ctx, execID)
 			return err == nil && !x.HeartbeatAt.Before(lastBeat)
 		})
+		armed(t, e.clk) // the next beat is timed from this instant
 		if rep := e.tick(contender); rep.Interrupted != 0 {
 			t.Fatalf("the contender took over a live claim after %ds", i*30)
 		}
@@ -396,6 +398,17 @@ func TestBadJobsAreRefusedWithTheirReason(t *testing.T) {
 	e.create(s, messageJob("dup", "0 9 * * *", "UTC"))
 	if _, err := s.CreateJob(e.ctx, messageJob("dup", "0 9 * * *", "UTC")); err == nil {
 		t.Fatal("a second job with the same name was created")
+	}
+}
+
+// armed waits until the run budget's and the heartbeat's timers are both
+// pending on the manual clock.
+func armed(t *testing.T, clk *clock.Manual) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := clk.WaitForTimers(ctx, 2); err != nil {
+		t.Fatalf("the heartbeat timer was not re-armed: %v", err)
 	}
 }
 

@@ -67,7 +67,8 @@ type Fault struct {
 	Op Op
 	// ChatID is the chat to match, or empty for any.
 	ChatID string
-	// Profile is the profile to match, or empty for any.
+	// Profile is the profile to match ("webhook" for the webhook
+	// receiver), or empty for any.
 	Profile string
 	// Kind is what happens to a matching operation.
 	Kind FaultKind
@@ -143,7 +144,7 @@ func (f Fault) normalize() (Fault, error) {
 	case f.Hold < 0:
 		return f, fmt.Errorf("%w: negative hold %v", ErrInvalidFault, f.Hold)
 	}
-	if f.Profile != "" {
+	if f.Profile != "" && f.Profile != ProfileWebhook {
 		if _, ok := LookupProfile(f.Profile); !ok {
 			return f, fmt.Errorf("%w: unknown profile %q", ErrInvalidFault, f.Profile)
 		}

@@ -55,14 +55,20 @@ type Entry struct {
 	// Text is the message text after the operation; empty for a delete.
 	Text string `json:"text"`
 	// IdempotencyKey is the key the request carried (journalled whether or
-	// not the profile honours it); empty for edits and deletes.
+	// not the profile honours it; a webhook delivery's webhook-id); empty
+	// for edits and deletes.
 	IdempotencyKey string `json:"idempotency_key"`
 	// Redelivery is the request's redelivery flag (sends only).
 	Redelivery bool `json:"redelivery"`
 	// At is the fake's clock when it accepted the operation, in UTC.
 	At time.Time `json:"at"`
-	// Profile is the platform profile of the request path.
+	// Profile is the platform profile of the request path, or "webhook"
+	// for a delivery to the webhook receiver.
 	Profile string `json:"profile"`
+	// Receiver is the receiver name of a webhook delivery
+	// (POST /webhook/{receiver}); empty, and left out of the line, for
+	// every other operation.
+	Receiver string `json:"receiver,omitempty"`
 }
 
 // entryWire is Entry as written: "at" with nine fractional digits.
@@ -76,6 +82,7 @@ type entryWire struct {
 	Redelivery     bool   `json:"redelivery"`
 	At             string `json:"at"`
 	Profile        string `json:"profile"`
+	Receiver       string `json:"receiver,omitempty"`
 }
 
 // MarshalJSON writes e as one journal object, "at" in RFC 3339 UTC with
@@ -84,7 +91,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	return json.Marshal(entryWire{
 		Seq: e.Seq, Op: e.Op, ChatID: e.ChatID, MessageID: e.MessageID, Text: e.Text,
 		IdempotencyKey: e.IdempotencyKey, Redelivery: e.Redelivery,
-		At: e.At.UTC().Format(journalTimeFormat), Profile: e.Profile,
+		At: e.At.UTC().Format(journalTimeFormat), Profile: e.Profile, Receiver: e.Receiver,
 	})
 }
 

@@ -61,6 +61,16 @@ type Config struct {
 	DedupWindow time.Duration
 	// Logger receives faults fired and journal trouble. Default: discard.
 	Logger *slog.Logger
+	// WebhookSecret is the Standard Webhooks secret the webhook receiver
+	// (POST /webhook/{receiver}) verifies signatures with: "whsec_" and the
+	// base64 of the key, or, without that prefix, the key's raw bytes (as
+	// herald's webhook: platform takes it). Empty: the receiver refuses
+	// every delivery with 401.
+	WebhookSecret string
+	// WebhookTolerance is how far a delivery's webhook-timestamp may lie
+	// from the fake's clock, before or after it. Default
+	// DefaultWebhookTolerance.
+	WebhookTolerance time.Duration
 }
 
 // Server is the fake platform. It is safe for concurrent use.
@@ -69,6 +79,7 @@ type Server struct {
 	window time.Duration
 	log    *slog.Logger
 	router chi.Router
+	hook   webhookVerifier
 
 	mu          sync.Mutex
 	j           *journal
@@ -102,6 +113,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	hook, err := newWebhookVerifier(cfg.WebhookSecret, cfg.WebhookTolerance)
+	if err != nil {
+		return nil, fmt.Errorf("new fakeplatform: %w", err)
+	}
 	j, entries, torn, err := openJournal(cfg.JournalPath)
 	if err != nil {
 		return nil, fmt.Errorf("new fakeplatform: %w", err)
@@ -110,6 +125,7 @@ func New(cfg Config) (*Server, error) {
 		clock:       cfg.Clock,
 		window:      cfg.DedupWindow,
 		log:         cfg.Logger,
+		hook:        hook,
 		j:           j,
 		st:          newState(),
 		held:        map[int64]chan struct{}{},
@@ -171,6 +187,7 @@ func (s *Server) routes() chi.Router {
 		r.Post("/release", s.handleRelease)
 		r.Get("/stats", s.handleStats)
 	})
+	r.Post("/webhook/{receiver}", s.handleWebhook)
 	r.Post("/{profile}/chats/{chat_id}/messages", s.handleSend)
 	r.Get("/{profile}/chats/{chat_id}/messages", s.handleList)
 	r.Patch("/{profile}/chats/{chat_id}/messages/{message_id}", s.handleEdit)
@@ -187,6 +204,7 @@ type opRequest struct {
 	text       string // send, edit
 	key        string // send
 	redelivery bool   // send
+	receiver   string // webhook sends: the receiver of the path
 }
 
 // sendRequest is the body of POST /{profile}/chats/{chat_id}/messages.
@@ -289,6 +307,12 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // serveOp runs one platform operation through the armed faults.
 func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req opRequest) {
+	s.serveFaulted(w, r, req, func() (int, any) { return s.perform(req) })
+}
+
+// serveFaulted runs the armed faults matching req around perform, which
+// validates, journals and applies the operation and returns the answer.
+func (s *Server) serveFaulted(w http.ResponseWriter, r *http.Request, req opRequest, perform func() (int, any)) {
 	if !s.enter() {
 		writeError(w, http.StatusServiceUnavailable, descClosed)
 		return
@@ -318,7 +342,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req opRequest) 
 			s.park(nil, f.Hold) // the client giving up does not stop it
 		}
 	}
-	status, body := s.perform(req)
+	status, body := perform()
 	if faulted {
 		switch f.Kind {
 		case FaultAckLost:
@@ -394,18 +418,27 @@ func (s *Server) perform(req opRequest) (int, any) {
 		}
 		e.MessageID = m.id
 	}
-	if err := s.j.append(e); err != nil {
-		s.log.Error("journal append failed; operation not accepted", "op", req.op, "err", err)
+	if err := s.acceptLocked(e); err != nil {
 		return errorBody(http.StatusInternalServerError, descServerError+": journal write failed")
 	}
+	return http.StatusOK, okResponse{OK: true, MessageID: e.MessageID}
+}
+
+// acceptLocked journals e (write + fsync) and applies it to the state. It
+// is called with s.mu held, after e was validated against the state.
+func (s *Server) acceptLocked(e Entry) error {
+	if err := s.j.append(e); err != nil {
+		s.log.Error("journal append failed; operation not accepted", "op", e.Op, "profile", e.Profile, "err", err)
+		return err
+	}
 	if err := s.st.apply(e); err != nil {
-		// Unreachable: e was validated against the same state above.
+		// Unreachable: e was validated against the same state.
 		s.log.Error("apply journalled entry", "seq", e.Seq, "err", err)
 	}
-	s.stats.Accepted[req.op]++
+	s.stats.Accepted[e.Op]++
 	s.stats.JournalSeq = s.st.seq
 	s.log.Debug("accepted", "seq", e.Seq, "op", e.Op, "profile", e.Profile, "chat_id", e.ChatID, "message_id", e.MessageID)
-	return http.StatusOK, okResponse{OK: true, MessageID: e.MessageID}
+	return nil
 }
 
 // park blocks the calling request until it is released (Release), its hold

@@ -37,6 +37,10 @@ type chatKey struct{ profile, chatID string }
 
 type dedupKey struct{ profile, chatID, key string }
 
+// hookKey identifies a webhook delivery: receivers deduplicate on
+// webhook-id, each receiver on its own.
+type hookKey struct{ receiver, id string }
+
 type dedupRecord struct {
 	messageID string
 	at        time.Time
@@ -49,6 +53,7 @@ type state struct {
 	messages map[string]*message    // by message id, deleted ones included
 	chats    map[chatKey][]*message // in send order, deleted ones included
 	dedup    map[dedupKey]dedupRecord
+	hooks    map[hookKey]string // webhook-id → message id of its first delivery
 }
 
 func newState() state {
@@ -56,6 +61,7 @@ func newState() state {
 		messages: map[string]*message{},
 		chats:    map[chatKey][]*message{},
 		dedup:    map[dedupKey]dedupRecord{},
+		hooks:    map[hookKey]string{},
 	}
 }
 
@@ -87,6 +93,11 @@ func (st *state) apply(e Entry) error {
 		st.chats[ck] = append(st.chats[ck], m)
 		if p, ok := LookupProfile(e.Profile); ok && p.HonoursIdempotencyKey && e.IdempotencyKey != "" {
 			st.dedup[dedupKey{e.Profile, e.ChatID, e.IdempotencyKey}] = dedupRecord{messageID: m.id, at: e.At}
+		}
+		if hk := (hookKey{e.Receiver, e.IdempotencyKey}); e.Profile == ProfileWebhook && hk.id != "" {
+			if _, seen := st.hooks[hk]; !seen {
+				st.hooks[hk] = m.id
+			}
 		}
 	case OpEdit, OpDelete:
 		m := st.lookup(e.Profile, e.ChatID, e.MessageID)

@@ -1,6 +1,7 @@
 // Command fakeplatform runs the stand-in chat platform of herald's tests.
 //
-//	fakeplatform serve --addr 127.0.0.1:0 --journal FILE [--dedup-window 10m] [--verbose]
+//	fakeplatform serve --addr 127.0.0.1:0 --journal FILE [--dedup-window 10m]
+//	    [--webhook-secret whsec_…] [--webhook-tolerance 5m] [--verbose]
 //
 // On start it prints one line to stdout,
 //
@@ -30,7 +31,8 @@ import (
 	"herald/internal/clock"
 )
 
-const usage = `usage: fakeplatform serve --journal FILE [--addr 127.0.0.1:0] [--dedup-window 10m] [--verbose]
+const usage = `usage: fakeplatform serve --journal FILE [--addr 127.0.0.1:0] [--dedup-window 10m]
+                         [--webhook-secret whsec_…] [--webhook-tolerance 5m] [--verbose]
 `
 
 // shutdownTimeout bounds the graceful shutdown of the HTTP server.
@@ -73,6 +75,12 @@ type Main struct {
 	JournalPath string
 	// DedupWindow is discord's idempotency-key window (--dedup-window).
 	DedupWindow time.Duration
+	// WebhookSecret is the secret the webhook receiver verifies signatures
+	// with (--webhook-secret); empty refuses every webhook delivery.
+	WebhookSecret string
+	// WebhookTolerance is the webhook-timestamp tolerance
+	// (--webhook-tolerance).
+	WebhookTolerance time.Duration
 	// Verbose logs every accepted operation (--verbose).
 	Verbose bool
 
@@ -105,6 +113,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.Addr, "addr", "127.0.0.1:0", "listen address (loopback by default; port 0 picks a free port)")
 	fs.StringVar(&m.JournalPath, "journal", "", "journal file (created if missing, replayed if present); required")
 	fs.DurationVar(&m.DedupWindow, "dedup-window", fakeplatform.DefaultDedupWindow, "how long discord remembers an idempotency key")
+	fs.StringVar(&m.WebhookSecret, "webhook-secret", "", "Standard Webhooks secret (whsec_<base64>) the receiver at POST /webhook/{receiver} verifies signatures with")
+	fs.DurationVar(&m.WebhookTolerance, "webhook-tolerance", fakeplatform.DefaultWebhookTolerance, "how far a webhook-timestamp may lie from the clock")
 	fs.BoolVar(&m.Verbose, "verbose", false, "log every accepted operation")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -119,6 +129,13 @@ func (m *Main) ParseFlags(args []string) error {
 		return errors.New("serve: --journal is required")
 	case m.DedupWindow <= 0:
 		return fmt.Errorf("serve: --dedup-window must be positive, got %v", m.DedupWindow)
+	case m.WebhookTolerance <= 0:
+		return fmt.Errorf("serve: --webhook-tolerance must be positive, got %v", m.WebhookTolerance)
+	}
+	if m.WebhookSecret != "" {
+		if _, err := fakeplatform.WebhookKey(m.WebhookSecret); err != nil {
+			return fmt.Errorf("serve: --webhook-secret: %w", err)
+		}
 	}
 	return nil
 }
@@ -138,6 +155,7 @@ func (m *Main) Run(ctx context.Context) error {
 	logger := slog.New(slog.NewTextHandler(m.stderr, &slog.HandlerOptions{Level: level}))
 	m.fake, err = fakeplatform.New(fakeplatform.Config{
 		JournalPath: m.JournalPath, Clock: clk, DedupWindow: m.DedupWindow, Logger: logger,
+		WebhookSecret: m.WebhookSecret, WebhookTolerance: m.WebhookTolerance,
 	})
 	if err != nil {
 		return err
