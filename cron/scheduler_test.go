@@ -319,7 +319,7 @@ func TestTheHeartbeatKeepsALongRunsClaim(t *testing.T) {
 		}
 		return false
 	})
-	armed(t, e.clk) // the run budget and the first heartbeat are timed from here
+	armed(t, e.clk)            // the run budget and the first heartbeat are timed from here
 	for i := 1; i <= 20; i++ { // 10 virtual minutes
 		e.clk.Advance(30 * time.Second)
 		// The beat due by now must have refreshed the claim before the
