@@ -92,7 +92,7 @@ func (g *Gateway) jobViewOf(j cron.Job) jobView {
 		v.EffectiveZone = sched.Location().String()
 		v.Grace = g.sched.GraceFor(j, sched).String()
 		if !j.NextRunAt.IsZero() {
-			local := j.NextRunAt.In(sched.Location()).Format(time.RFC3339)
+			local := j.NextRunAt.In(sched.Location()).Format(localFormat)
 			v.NextRunLocal = &local
 		}
 	}
@@ -317,7 +317,7 @@ func (g *Gateway) previewJob(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			break
 		}
-		out.Occurrences = append(out.Occurrences, occ{At: rfc3339(next), Local: next.In(sched.Location()).Format(time.RFC3339)})
+		out.Occurrences = append(out.Occurrences, occ{At: rfc3339(next), Local: next.In(sched.Location()).Format(localFormat)})
 		t = next
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -385,3 +385,7 @@ func cronErrorStatus(err error) (int, string, bool) {
 	}
 	return 0, "", false
 }
+
+// localFormat writes an instant in a job's zone with its offset always as a
+// number (London in winter is +00:00 local time, not "Z" — UTC).
+const localFormat = "2006-01-02T15:04:05.999999999-07:00"

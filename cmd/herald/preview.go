@@ -158,7 +158,7 @@ func cronPreview(args []string, getenv func(string) string, stdout io.Writer) er
 	if *asJSON {
 		out := make([]previewOccurrence, len(times))
 		for i, t := range times {
-			out[i] = previewOccurrence{At: t.In(loc).Format(time.RFC3339Nano), UTC: t.UTC().Format(time.RFC3339Nano)}
+			out[i] = previewOccurrence{At: t.In(loc).Format(localOffsetFormat), UTC: t.UTC().Format(time.RFC3339Nano)}
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -166,8 +166,13 @@ func cronPreview(args []string, getenv func(string) string, stdout io.Writer) er
 	}
 	w := bufio.NewWriter(stdout)
 	for _, t := range times {
-		w.WriteString(t.In(loc).Format(time.RFC3339Nano))
+		w.WriteString(t.In(loc).Format(localOffsetFormat))
 		w.WriteByte('\n')
 	}
 	return w.Flush()
 }
+
+// localOffsetFormat is RFC 3339 with the zone's local offset always written
+// as a number: a zero offset prints "+00:00" (London in winter is local
+// time at +00:00, which "Z" — UTC — does not say).
+const localOffsetFormat = "2006-01-02T15:04:05.999999999-07:00"
