@@ -682,7 +682,7 @@ func (s *Scheduler) Run(ctx, runCtx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if _, err := s.RunOnce(ctx, runCtx); err != nil && !errors.Is(err, context.Canceled) {
+		if _, err := s.RunOnce(ctx, runCtx); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 			s.log.Error("scheduler tick", "err", err)
 		}
 		var due <-chan time.Time

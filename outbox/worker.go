@@ -127,7 +127,7 @@ func (w *Worker) Run(ctx, deliverCtx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if _, err := w.RunOnce(deliverCtx); err != nil && !errors.Is(err, context.Canceled) {
+		if _, err := w.RunOnce(deliverCtx); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 			w.log.Error("claim obligations", "err", err)
 		}
 		w.maintain(ctx)
@@ -157,17 +157,23 @@ func (w *Worker) Run(ctx, deliverCtx context.Context) error {
 // MaintainInterval of the process clock.
 func (w *Worker) maintain(ctx context.Context) {
 	now := w.l.clk.Now()
-	if !w.lastMnt.IsZero() && now.Sub(w.lastMnt) < w.cfg.MaintainInterval && now.After(w.lastMnt) {
+	// Skip while the interval has not passed — unless the clock stepped
+	// back, which restarts the interval.
+	if !w.lastMnt.IsZero() && !now.Before(w.lastMnt) && now.Sub(w.lastMnt) < w.cfg.MaintainInterval {
 		return
 	}
 	w.lastMnt = now
 	if n, err := w.l.AbandonExpired(ctx); err != nil {
-		w.log.Error("apply age limit", "err", err)
+		if ctx.Err() == nil {
+			w.log.Error("apply age limit", "err", err)
+		}
 	} else if n > 0 {
 		w.log.Warn("abandoned obligations past the age limit", "count", n)
 	}
 	if n, err := w.l.Prune(ctx); err != nil {
-		w.log.Error("prune terminal rows", "err", err)
+		if ctx.Err() == nil {
+			w.log.Error("prune terminal rows", "err", err)
+		}
 	} else if n > 0 {
 		w.log.Info("pruned terminal messages", "count", n)
 	}

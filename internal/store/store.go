@@ -174,7 +174,7 @@ func (db *DB) Read(ctx context.Context, fn func(tx *Tx) error) error {
 func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error) (err error) {
 	stx, err := pool.BeginTx(ctx, nil)
 	if err != nil {
-		return Classify(fmt.Errorf("begin: %w", err))
+		return Classify(withCtx(ctx, fmt.Errorf("begin: %w", err)))
 	}
 	tx := &Tx{Tx: stx, Now: db.clk.Now().UTC()}
 	defer func() {
@@ -187,12 +187,22 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error) (err
 		}
 	}()
 	if err := fn(tx); err != nil {
-		return Classify(err)
+		return Classify(withCtx(ctx, err))
 	}
 	if err := stx.Commit(); err != nil {
-		return Classify(fmt.Errorf("commit: %w", err))
+		return Classify(withCtx(ctx, fmt.Errorf("commit: %w", err)))
 	}
 	return nil
+}
+
+// withCtx adds ctx's error to err when ctx ended, so a transaction that
+// database/sql rolled back because its context was cancelled reads as
+// context.Canceled (callers stay quiet on a shutdown), not as a failure.
+func withCtx(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
 }
 
 // Exec runs one statement outside a caller-visible transaction on the writer
