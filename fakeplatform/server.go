@@ -2,8 +2,10 @@
 //
 // It speaks one small HTTP API for three profiles (telegram, discord, slack)
 // that differ in their length limit and in whether they honour an
-// idempotency key, and it journals every operation a user would see — each
-// send, edit and delete — as one fsynced JSON line before it answers. Tests
+// idempotency key, plus a Standard Webhooks receiver (POST /webhook/{receiver})
+// that verifies signatures and deduplicates on webhook-id, and it journals
+// every operation a user would see — each send, edit and delete — as one
+// fsynced JSON line before it answers. Tests
 // program faults (lost acks, timeouts, rate limits, resets, holds) over an
 // HTTP control API or the Server's methods, then compare what herald
 // believes with what the journal holds. README.md documents the wire API.

@@ -193,12 +193,12 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.clock.Now()
 	if skew := now.Sub(time.Unix(secs, 0)); skew > s.hook.tolerance || -skew > s.hook.tolerance {
-		which := "too old"
+		which, where := "too old", "before"
 		if skew < 0 {
-			which = "too new"
+			which, where, skew = "too new", "after", -skew
 		}
-		s.refuseWebhook(w, receiver, http.StatusBadRequest, fmt.Sprintf("Bad Request: %s %s (%s from now, tolerance %s)",
-			HeaderWebhookTimestamp, which, skew.Round(time.Second), s.hook.tolerance))
+		s.refuseWebhook(w, receiver, http.StatusBadRequest, fmt.Sprintf("Bad Request: %s %s (%s %s the receiver's clock, tolerance %s)",
+			HeaderWebhookTimestamp, which, skew.Round(time.Second), where, s.hook.tolerance))
 		return
 	}
 	var p webhookPayload
