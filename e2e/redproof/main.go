@@ -42,7 +42,7 @@ type proof struct {
 
 var proofs = []proof{
 	{"boot-sweep-resends-without-claim", "the boot sweep resends an orphaned row without claiming it (no move to attempting, no fencing token bump)",
-		[]string{"./e2e/delivery"}, "TestConcurrentRebootersClaimEachRowOnce", "want one reclaim, token 2"},
+		[]string{"./e2e/delivery"}, "TestConcurrentRebootersClaimEachRowOnce", "the three boot sweeps claimed"},
 	{"claim-without-cas", "a claim updates the row without the compare-and-swap on state and fencing token",
 		[]string{"./outbox"}, "TestConcurrentClaimersTakeEachRowExactlyOnce", "claimed by"},
 	{"skip-mark-delivered", "a successful send is never marked delivered",
