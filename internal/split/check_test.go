@@ -14,22 +14,28 @@ import (
 // result (see checkParts). It returns the texts.
 func MustSplit(tb testing.TB, s string, limit Limit) []string {
 	tb.Helper()
-	before, desperate := lastResorts.Load(), desperateCuts.Load()
-	parts, err := Parts(s, limit)
+	texts, _ := mustSplitStats(tb, s, limit)
+	return texts
+}
+
+// mustSplitStats is MustSplit, also returning the fallback cuts made.
+func mustSplitStats(tb testing.TB, s string, limit Limit) ([]string, cutStats) {
+	tb.Helper()
+	parts, stats, err := splitParts(s, limit)
 	if err != nil {
 		tb.Fatalf("Parts(%d bytes, %+v): %v", len(s), limit, err)
 	}
-	if err := checkParts(s, limit, parts, desperateCuts.Load() != desperate); err != nil {
+	if err := checkParts(s, limit, parts, stats.desperate > 0); err != nil {
 		tb.Fatalf("Parts(%q, %+v): %v\nparts: %q", abbrev(s), limit, err, texts(parts))
 	}
-	if lastResorts.Load() != before {
+	if stats.lastResorts > 0 {
 		tb.Fatalf("Parts(%q, %+v) fell back to a cut that ignores the rules", abbrev(s), limit)
 	}
-	texts, err := Text(s, limit)
+	got, err := Text(s, limit)
 	if err != nil {
 		tb.Fatalf("Text: %v", err)
 	}
-	return texts
+	return got, stats
 }
 
 func texts(parts []Part) []string {

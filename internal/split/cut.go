@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
@@ -13,9 +12,10 @@ import (
 
 // splitter holds a text that must be split and what was parsed from it.
 type splitter struct {
-	s    string
-	unit Unit
-	max  int
+	stats cutStats
+	s     string
+	unit  Unit
+	max   int
 	// cap is the most markup, in unit, that one cut may add to either of
 	// its parts, so that a part always keeps half of max for text.
 	cap int
@@ -275,13 +275,15 @@ type runState struct {
 	head   lineHead // the line ending at a
 }
 
-// lastResorts counts cuts made with nothing but the limit in mind. The rules
-// leave a boundary in every window, so tests expect it to stay zero.
-var lastResorts atomic.Int64
-
-// desperateCuts counts cuts that make a line look like a fence line, taken
-// because no other boundary was left; tests use it to tell those apart.
-var desperateCuts atomic.Int64
+// cutStats counts the fallback cuts one split made, so tests can see them.
+type cutStats struct {
+	// lastResorts counts cuts made with nothing but the limit in mind. The
+	// rules leave a boundary in every window, so tests expect zero.
+	lastResorts int
+	// desperate counts cuts that make a line look like a fence line, taken
+	// because no other boundary was left.
+	desperate int
+}
 
 // next scans from p, where a part with the given prefix starts, and returns
 // where the part should end. final reports that the rest of the text fits;
@@ -632,7 +634,7 @@ func (sc *scan) choose() cand {
 	for t, c := range sc.best {
 		if c.ok {
 			if t == tierDesperate {
-				desperateCuts.Add(1)
+				sc.sp.stats.desperate++
 			}
 			return c
 		}
@@ -642,7 +644,7 @@ func (sc *scan) choose() cand {
 
 // lastResort cuts at the last rune boundary that fits, adding no markup.
 func (sc *scan) lastResort() cand {
-	lastResorts.Add(1)
+	sc.sp.stats.lastResorts++
 	s := sc.sp.s
 	a, n := sc.p, 0
 	for i, r := range s[sc.p:] {

@@ -206,16 +206,24 @@ type Part struct {
 // Errors: ErrUnknownUnit, and ErrLimitTooSmall when limit.Max < MinMax, both
 // whatever the length of s.
 func Parts(s string, limit Limit) ([]Part, error) {
+	parts, _, err := splitParts(s, limit)
+	return parts, err
+}
+
+// splitParts is Parts, also returning the fallback cuts it had to make.
+func splitParts(s string, limit Limit) ([]Part, cutStats, error) {
 	if !limit.Unit.valid() {
-		return nil, fmt.Errorf("split text: unit %v: %w", limit.Unit, ErrUnknownUnit)
+		return nil, cutStats{}, fmt.Errorf("split text: unit %v: %w", limit.Unit, ErrUnknownUnit)
 	}
 	if limit.Max < MinMax {
-		return nil, fmt.Errorf("split text: max %d %v is below %d: %w", limit.Max, limit.Unit, MinMax, ErrLimitTooSmall)
+		return nil, cutStats{}, fmt.Errorf("split text: max %d %v is below %d: %w", limit.Max, limit.Unit, MinMax, ErrLimitTooSmall)
 	}
 	if Length(s, limit.Unit) <= limit.Max {
-		return []Part{{Text: s, Start: 0, End: len(s)}}, nil
+		return []Part{{Text: s, Start: 0, End: len(s)}}, cutStats{}, nil
 	}
-	return newSplitter(s, limit).split(), nil
+	sp := newSplitter(s, limit)
+	parts := sp.split()
+	return parts, sp.stats, nil
 }
 
 // Text splits s like Parts and returns only the texts to send.

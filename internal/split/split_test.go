@@ -351,9 +351,8 @@ func TestTextPlatforms(t *testing.T) {
 			for seed := range uint64(4) {
 				s := mixedText(seed, size)
 				t.Run(pl.name+" splits a mixed text of "+strconv.Itoa(len(s))+" bytes", func(t *testing.T) {
-					desperate := desperateCuts.Load()
-					got := MustSplit(t, s, pl.limit)
-					if desperateCuts.Load() != desperate {
+					got, stats := mustSplitStats(t, s, pl.limit)
+					if stats.desperate > 0 {
 						t.Errorf("made a cut that opens a fence")
 					}
 					total := Length(s, pl.limit.Unit)
@@ -446,9 +445,8 @@ func TestTextNeverOpensAFence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			desperate := desperateCuts.Load()
-			got := MustSplit(t, tt.s, limit64)
-			if desperateCuts.Load() != desperate {
+			got, stats := mustSplitStats(t, tt.s, limit64)
+			if stats.desperate > 0 {
 				t.Fatalf("made a cut that opens a fence: %q", got)
 			}
 			parts, _ := Parts(tt.s, limit64)
