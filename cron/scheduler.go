@@ -860,7 +860,9 @@ func (s *Scheduler) execute(runCtx context.Context, c claim) {
 		if cause == "" {
 			cause = "error"
 		}
-		if res.Err != nil && cause != res.Err.Error() {
+		// The error adds to the cause only when it says more ("exec sh:
+		// exit status 3" does not; "exec nope: not found in PATH" does).
+		if res.Err != nil && !strings.HasSuffix(res.Err.Error(), cause) {
 			cause += ": " + res.Err.Error()
 		}
 	}

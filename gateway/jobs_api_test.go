@@ -392,7 +392,7 @@ func TestManualRunsAreRecordedAndTheProbeSettles(t *testing.T) {
 	t.Run("a failing command ends failed with its exit status and output", func(t *testing.T) {
 		e := run(t, "fail")
 		done := finished(t, "fail", e["id"])
-		if done["state"] != "failed" || done["cause"] != "exit status 3: exec sh: exit status 3" || done["output"] != "out\n" {
+		if done["state"] != "failed" || done["cause"] != "exit status 3" || done["output"] != "out\n" {
 			t.Fatalf("finished execution = %v", done)
 		}
 	})

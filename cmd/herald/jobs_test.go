@@ -175,7 +175,7 @@ func TestTheJobsCommandsDriveARunningHerald(t *testing.T) {
 	t.Run("run --wait of a failing job prints it and exits 1", func(t *testing.T) {
 		code, out, errOut := runHerald(t, env, "jobs", "run", "backup", "--wait", "10s")
 		e := mustDecode(t, out)
-		want := "herald: execution " + jsonNumber(e["id"]) + " of job backup ended failed: exit status 3: exec sh: exit status 3\n"
+		want := "herald: execution " + jsonNumber(e["id"]) + " of job backup ended failed: exit status 3\n"
 		if code != 1 || e["state"] != "failed" || errOut != want {
 			t.Fatalf("exit %d, stderr %q (want %q), execution %v", code, errOut, want, e)
 		}
