@@ -296,7 +296,7 @@ func TestKillAtEachCronFaultPoint(t *testing.T) {
 			// The job leaves a grandchild in its process group: nothing a run
 			// held may outlive it, even when herald dies mid-run.
 			job := harness.Job{Name: "daily", Spec: "0 9 * * *", Zone: "UTC", Platform: "chat", ChatID: "c",
-				Action: map[string]any{"kind": "exec", "command": []string{"sh", "-c",
+				Action: map[string]any{"kind": "exec", "env": []string{"E2E_RUN=" + dir}, "command": []string{"sh", "-c",
 					"sleep 1000 & echo $! >> " + pidFile + "; while [ ! -f " + gate + " ]; do sleep 0.02; done; echo done at $HERALD_SLOT"}}}
 			if _, err := a.CreateJob(ctx, job); err != nil {
 				t.Fatal(err)
@@ -378,7 +378,7 @@ func TestKillAtEachCronFaultPoint(t *testing.T) {
 			}
 			pids, _ := os.ReadFile(pidFile)
 			for _, f := range strings.Fields(string(pids)) {
-				if pid, _ := strconv.Atoi(f); pid > 0 && harness.ProcessAlive(pid) {
+				if pid, _ := strconv.Atoi(f); pid > 0 && harness.JobProcessAlive(pid, "E2E_RUN="+dir) {
 					bad = append(bad, fmt.Sprintf("the job's grandchild %d outlived its run", pid))
 				}
 			}

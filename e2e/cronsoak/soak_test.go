@@ -263,11 +263,11 @@ func (s *soak) createJobs(horizon time.Time) {
 		case "message":
 			job.Action = map[string]any{"kind": "message", "text": `{{.Job}} {{.Local.Format "` + localLayout + `"}}`}
 		case "fail":
-			job.Action = map[string]any{"kind": "exec", "command": []string{"sh", "-c", "echo $$ >> " + shq(s.pids) + "; exit 3"}}
+			job.Action = map[string]any{"kind": "exec", "env": []string{s.jobEnv()}, "command": []string{"sh", "-c", "echo $$ >> " + shq(s.pids) + "; exit 3"}}
 		case "gated":
 			// Leaves a grandchild in its process group, and waits while the
 			// hold file exists.
-			job.Action = map[string]any{"kind": "exec", "command": []string{"sh", "-c",
+			job.Action = map[string]any{"kind": "exec", "env": []string{s.jobEnv()}, "command": []string{"sh", "-c",
 				"echo $$ >> " + shq(s.pids) + "; sleep 1000 & echo $! >> " + shq(s.pids) +
 					"; while [ -f " + shq(s.hold) + " ]; do sleep 0.02; done; echo gated $HERALD_SLOT"}}
 		}
@@ -775,11 +775,11 @@ func (s *soak) killMidRun(g time.Time, bootRecovery bool) {
 	ctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
 	defer cancel()
 	if err := harness.Eventually(ctx, "the killed run's process group reaped", func() error {
-		if harness.ProcessAlive(c.Pgid) {
+		if harness.JobProcessAlive(c.Pgid, s.jobEnv()) {
 			return fmt.Errorf("leader %d alive", c.Pgid)
 		}
 		for _, pid := range s.jobPids() {
-			if harness.ProcessAlive(pid) {
+			if harness.JobProcessAlive(pid, s.jobEnv()) {
 				return fmt.Errorf("job process %d alive", pid)
 			}
 		}
@@ -806,6 +806,10 @@ func (s *soak) outage(d time.Duration) {
 	s.advance()
 	s.check()
 }
+
+// jobEnv marks this scenario's job processes, so a pid reused by an
+// unrelated process is never mistaken for one of them.
+func (s *soak) jobEnv() string { return "SOAK_RUN=" + s.dir }
 
 func (s *soak) jobPids() []int {
 	b, err := os.ReadFile(s.pids)
@@ -836,12 +840,12 @@ func (s *soak) finish() {
 	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
 
 	for _, n := range s.started {
-		if !n.Exited() || harness.ProcessAlive(n.Pid()) {
+		if !n.Exited() {
 			add("herald process %s (pid %d) still runs", n.Name, n.Pid())
 		}
 	}
 	for _, pid := range s.jobPids() {
-		if harness.ProcessAlive(pid) {
+		if harness.JobProcessAlive(pid, s.jobEnv()) {
 			add("job process %d outlived its run", pid)
 		}
 	}

@@ -339,8 +339,24 @@ func JSON(ctx context.Context, method, url string, body, out any, header ...stri
 	return resp.StatusCode, nil
 }
 
+// JobProcessAlive reports whether pid names a live process whose
+// environment holds envEntry ("KEY=VALUE"): a job process a test planted,
+// told apart from an unrelated process that reused its pid (pid_max may be
+// as low as 32768, and long suites churn through pids).
+func JobProcessAlive(pid int, envEntry string) bool {
+	if !ProcessAlive(pid) {
+		return false
+	}
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	return bytes.Contains(append(append([]byte{0}, env...), 0), []byte("\x00"+envEntry+"\x00"))
+}
+
 // ProcessAlive reports whether pid names a live process: it exists and is
-// not a zombie (a container's init may never reap orphans).
+// not a zombie (a container's init may never reap orphans). A pid may have
+// been reused: see JobProcessAlive.
 func ProcessAlive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
