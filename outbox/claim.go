@@ -14,9 +14,13 @@ import (
 // holder of the current fencing token can settle it.
 type Claim struct {
 	Obligation
-	// Redelivery: the copy this claim sends may repeat an earlier one — the
-	// row was not pending, or had been attempted, before this claim (SPEC §4
-	// step 3). The send carries Marker.
+	// Redelivery: the copy this claim sends may repeat an earlier one — an
+	// earlier attempt may have landed: it failed ambiguously, or its owner
+	// died or lost its lease mid-attempt (this reclaim counts). The send
+	// carries Marker. A retry after a failure that proves the send did not
+	// land (a refused connection, a 429) is not marked: the chat has no
+	// earlier copy. This narrows SPEC §4 step 3 ("not pending or attempted
+	// before"), which would mark a message whose only copy follows a 429.
 	Redelivery bool
 	// Reclaimed: the row was taken from an owner that died or whose lease
 	// expired while it was attempting.
@@ -180,7 +184,7 @@ func (l *Ledger) claim(ctx context.Context, n int, mode claimMode, known func(st
 			}
 			claims = append(claims, Claim{
 				Obligation: o,
-				Redelivery: c.state != StatePending || c.attempts > 0,
+				Redelivery: o.Ambiguous > 0,
 				Reclaimed:  reclaimed,
 				Boot:       mode == claimOrphans,
 			})

@@ -494,3 +494,31 @@ func TestAgeLimitAndRetention(t *testing.T) {
 		t.Fatalf("pruned message still readable: %v", err)
 	}
 }
+
+func TestARetryAfterAProvenMissIsNotMarked(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"a 429", &outbox.SendError{Class: outbox.ClassRateLimited, RetryAfter: time.Second, Err: errors.New("429")}},
+		{"a refused connection", &outbox.SendError{Class: outbox.ClassRetryable, Err: errors.New("connection refused")}},
+	}
+	for _, tt := range tests {
+		t.Run("after "+tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			l := e.ledger("a")
+			p := &platform{fail: []error{tt.err}}
+			record(t, l, "c", "only once", "")
+			deliver(t, l, claimAll(t, l, 1)[0], p)
+			e.clk.Advance(time.Hour)
+			c := claimAll(t, l, 1)[0]
+			if c.Redelivery {
+				t.Fatal("the retry is marked although no earlier copy can have landed")
+			}
+			deliver(t, l, c, p)
+			if got := p.texts(); !slices.Equal(got, []string{"only once"}) {
+				t.Fatalf("chat shows %q", got)
+			}
+		})
+	}
+}
