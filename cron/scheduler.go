@@ -60,6 +60,10 @@ type Config struct {
 	Delivered func()
 }
 
+// Validate reports whether c (with defaults filled in) is usable: an owner,
+// and a heartbeat shorter than the claim TTL.
+func (c Config) Validate() error { return c.fill() }
+
 func (c *Config) fill() error {
 	if c.Owner == "" {
 		return errors.New("scheduler config: owner is required")

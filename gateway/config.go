@@ -294,8 +294,43 @@ func (c *Config) fill() error {
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = Duration(DefaultDrainTimeout)
 	}
-	if c.Concurrency <= 0 {
+	if c.Concurrency < 0 || c.MaxAttempts < 0 || c.MaxTextBytes < 0 || c.MaxBodyBytes < 0 {
+		return fmt.Errorf("concurrency, max attempts and byte limits must not be negative (0 takes the default)")
+	}
+	if c.Concurrency == 0 {
 		c.Concurrency = outbox.DefaultConcurrency
+	}
+	for name, d := range map[string]Duration{"drain timeout": c.DrainTimeout, "poll interval": c.PollInterval,
+		"lease": c.Lease, "send timeout": c.SendTimeout, "max age": c.MaxAge, "retry base": c.RetryBase,
+		"retry max": c.RetryMax, "claim TTL": c.ClaimTTL, "heartbeat": c.Heartbeat, "one-shot grace": c.OneShotGrace} {
+		if d < 0 {
+			return fmt.Errorf("%s %s must not be negative (0 takes the default)", name, time.Duration(d))
+		}
+	}
+	// Cross-field rules are checked here, so a bad combination is a usage
+	// error naming both settings, before anything opens.
+	if err := c.OutboxConfig("check").Validate(); err != nil {
+		return err
+	}
+	base, most := time.Duration(c.RetryBase), time.Duration(c.RetryMax)
+	if base == 0 {
+		base = outbox.DefaultBackoffBase
+	}
+	if most == 0 {
+		most = outbox.DefaultBackoffMax
+	}
+	if base > most {
+		return fmt.Errorf("retry base %s exceeds retry max %s", base, most)
+	}
+	if sc, err := c.SchedulerConfig("check"); err != nil {
+		return err
+	} else if err := sc.Validate(); err != nil {
+		return err
+	}
+	switch strings.ToUpper(c.Synchronous) {
+	case "", "OFF", "NORMAL", "FULL", "EXTRA":
+	default:
+		return fmt.Errorf("synchronous %q: want OFF, NORMAL, FULL or EXTRA", c.Synchronous)
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "", "debug", "info", "warn", "error":

@@ -193,15 +193,21 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	// Executions finish first: a finished run records a delivery the worker
 	// may still send while the drain lasts.
+	cut := false
 	for _, done := range []<-chan error{schedDone, workerDone} {
 		select {
 		case <-done:
 		case <-drainCtx.Done():
-			g.log.Warn("drain timeout: cutting off work in flight")
+			g.log.Warn("drain timeout: cutting off work in flight; the next process to boot recovers it (a cut-off send is redelivered marked)")
 			cutOff()
 			<-done
+			cut = true
 		}
 	}
-	g.log.Info("drained")
+	if cut {
+		g.log.Warn("stopped with work cut off at the drain timeout")
+	} else {
+		g.log.Info("drained")
+	}
 	return nil
 }

@@ -70,6 +70,10 @@ type Config struct {
 	Seed uint64
 }
 
+// Validate reports whether c (with defaults filled in) is usable: an owner,
+// and a send timeout under half the lease.
+func (c Config) Validate() error { return c.fill() }
+
 func (c *Config) fill() error {
 	if c.Owner == "" {
 		return errors.New("outbox config: owner is required")
@@ -157,48 +161,48 @@ type NewMessage struct {
 
 // Message is a recorded message: the caller's view of its obligations.
 type Message struct {
-	ID             int64
-	IdempotencyKey string
-	Platform       string
-	ChatID         string
+	ID             int64  `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	Platform       string `json:"platform"`
+	ChatID         string `json:"chat_id"`
 	// State is the message's state folded over its parts: delivered when
 	// every part is, abandoned when any part is, else the least advanced
 	// part's (attempting, failed, pending).
-	State State
+	State State `json:"state"`
 	// Attempts is the sum of the parts' attempts.
-	Attempts int
+	Attempts int `json:"attempts"`
 	// PlatformMessageID is the first part's platform message id.
-	PlatformMessageID string
+	PlatformMessageID string `json:"platform_message_id"`
 	// Error is the first part's error that has one.
-	Error     string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Parts     []Obligation
+	Error     string       `json:"error"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
+	Parts     []Obligation `json:"parts"`
 }
 
 // Obligation is one ledger row: one part of a message owed to one chat.
 type Obligation struct {
-	ID        int64
-	MessageID int64
+	ID        int64 `json:"id"`
+	MessageID int64 `json:"message_id"`
 	// Part is this obligation's 0-based place in its message of Parts.
-	Part              int
-	Parts             int
-	DeliveryKey       string
-	Platform          string
-	ChatID            string
-	Text              string
-	State             State
-	Attempts          int
-	FencingToken      int64
-	Owner             string
-	LeaseUntil        time.Time
-	NextAttemptAt     time.Time
-	Ambiguous         int
-	ErrorClass        ErrorClass
-	Error             string
-	PlatformMessageID string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	Part              int        `json:"part"`
+	Parts             int        `json:"parts"`
+	DeliveryKey       string     `json:"delivery_key"`
+	Platform          string     `json:"platform"`
+	ChatID            string     `json:"chat_id"`
+	Text              string     `json:"text"`
+	State             State      `json:"state"`
+	Attempts          int        `json:"attempts"`
+	FencingToken      int64      `json:"fencing_token"`
+	Owner             string     `json:"owner"`
+	LeaseUntil        time.Time  `json:"lease_until"`
+	NextAttemptAt     time.Time  `json:"next_attempt_at"`
+	Ambiguous         int        `json:"ambiguous"`
+	ErrorClass        ErrorClass `json:"error_class"`
+	Error             string     `json:"error"`
+	PlatformMessageID string     `json:"platform_message_id"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
 }
 
 // PayloadHash is the hash that decides whether a reused idempotency key
@@ -559,4 +563,50 @@ func (l *Ledger) Backoff(attempts int) time.Duration {
 		d = l.cfg.BackoffMax
 	}
 	return d
+}
+
+// AttemptRecord is one finished (or lost) attempt of an obligation: the
+// history behind its state.
+type AttemptRecord struct {
+	ObligationID int64      `json:"obligation_id"`
+	Attempt      int        `json:"attempt"`
+	FencingToken int64      `json:"fencing_token"`
+	Owner        string     `json:"owner"`
+	Outcome      string     `json:"outcome"`
+	ErrorClass   ErrorClass `json:"error_class,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	Redelivery   bool       `json:"redelivery"`
+	At           time.Time  `json:"at"`
+}
+
+// History returns the attempts of every part of message id, in order.
+func (l *Ledger) History(ctx context.Context, id int64) ([]AttemptRecord, error) {
+	var out []AttemptRecord
+	err := l.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT a.obligation_id, a.attempt, a.fencing_token, a.owner, a.outcome,
+			coalesce(a.error_class, ''), coalesce(a.error, ''), a.redelivery, a.at
+			FROM attempts a JOIN obligations o ON o.id = a.obligation_id
+			WHERE o.message_id = ? ORDER BY a.id`, id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a AttemptRecord
+			var class, at string
+			if err := rows.Scan(&a.ObligationID, &a.Attempt, &a.FencingToken, &a.Owner, &a.Outcome, &class, &a.Error, &a.Redelivery, &at); err != nil {
+				return err
+			}
+			a.ErrorClass = ErrorClass(class)
+			if a.At, err = store.ParseTime(at); err != nil {
+				return err
+			}
+			out = append(out, a)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attempt history of message %d: %w", id, err)
+	}
+	return out, nil
 }

@@ -258,7 +258,14 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 		if err != nil {
 			return err
 		}
-		return enc.Encode(m)
+		history, err := l.History(ctx, id)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(struct {
+			Message  outbox.Message         `json:"message"`
+			Attempts []outbox.AttemptRecord `json:"attempts"`
+		}{m, history})
 	}
 	return fmt.Errorf("%w: unknown ledger command %q (ls, show, stats)", errUsage, verb)
 }

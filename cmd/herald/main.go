@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +19,7 @@ const usage = `herald — a messaging gateway with an exactly-once delivery outb
 
 usage:
   herald serve [--addr A] [--home DIR] [--platform NAME=URL ...] [--config FILE]
-  herald send --platform NAME --chat ID --text TEXT [--key K] [--wait]
+  herald send [--platform NAME (default console)] --chat ID --text TEXT|- [--key K] [--wait D]
   herald jobs add --name NAME --spec SPEC [--zone ZONE] [--anchor T]
                   (--text TEMPLATE | --exec 'CMD ARGS' [--arg A ...] | --http-url URL
                    [--http-method M] [--http-header 'N: V' ...] [--http-body B])
@@ -29,10 +30,10 @@ usage:
   herald jobs run NAME|ID [--wait D]
   herald jobs history NAME|ID [--limit N] [--json]
   herald cron preview --spec SPEC [--tz ZONE] --from T --to T [--anchor T] [--json] [--max N]
-  herald ledger ls|show ID|stats [--home DIR] [--json]
+  herald ledger ls [--open] [--limit N] | show ID | stats   [--home DIR] [--json]
   herald doctor [--home DIR]
   herald faults list
-  herald clock set|advance --file PATH (INSTANT | DURATION)
+  herald clock set --file PATH INSTANT | advance --file PATH DURATION | show --file PATH
   herald version
 
 jobs talks to a running herald (--addr, else HERALD_ADDR; token HERALD_TOKEN); a job is
@@ -88,8 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
-	if err == nil {
-		return 0
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0 // -h printed the flags
 	}
 	fmt.Fprintln(stderr, "herald:", err)
 	if isUsage(err) {
