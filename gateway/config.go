@@ -94,7 +94,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return err
+			return fmt.Errorf("duration %q: want Go duration text such as \"90s\" or \"2h\"", s)
 		}
 		*d = Duration(v)
 		return nil

@@ -221,7 +221,7 @@ func TestJobRequestsTheServerRefusesGetExactCodesAndMessages(t *testing.T) {
 		{"an unknown JSON field", "POST", "/v1/jobs", `{"name":"a","spec":"@daily","colour":"red",` + exec + `}`,
 			400, "malformed_json", `request body is not a valid object: json: unknown field "colour"`},
 		{"a duration that is not one", "POST", "/v1/jobs", `{"name":"a","spec":"@daily","budget":"soon",` + exec + `}`,
-			400, "malformed_json", `request body is not a valid object: time: invalid duration "soon"`},
+			400, "malformed_json", `request body is not a valid object: duration "soon": want Go duration text such as "90s" or "2h"`},
 		{"a name in use", "POST", "/v1/jobs", `{"name":"taken","spec":"@daily",` + exec + `}`,
 			409, "conflict", `conflict: a job named "taken" already exists`},
 		{"a patch to a bad spec", "PATCH", "/v1/jobs/taken", `{"spec":"@fortnightly"}`,
