@@ -340,10 +340,6 @@ func (g *Gateway) settled(w http.ResponseWriter, r *http.Request) {
 		}
 		at = t
 	}
-	// Nudge both loops, so a process whose clock just moved ticks now
-	// instead of at its next poll.
-	g.sched.Notify()
-	g.worker.Notify()
 	ok, why, err := g.sched.Settled(r.Context(), at)
 	if err != nil {
 		g.writeError(w, r, err)
@@ -357,6 +353,13 @@ func (g *Gateway) settled(w http.ResponseWriter, r *http.Request) {
 	if due > 0 {
 		ok = false
 		why = append(why, fmt.Sprintf("%d obligation(s) due and not delivered", due))
+		g.worker.Notify()
+	}
+	// A process whose clock just moved ticks now instead of at its next
+	// poll; one already past at is left alone (pollers would otherwise
+	// drive a tick per probe).
+	if g.sched.LastTick().Before(at) {
+		g.sched.Notify()
 	}
 	status := http.StatusOK
 	if !ok {

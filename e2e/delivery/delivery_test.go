@@ -109,6 +109,9 @@ func settle(t *testing.T, home string, timeout time.Duration) []harness.Row {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if bad := harness.CheckTermination(nil, rows); len(bad) > 0 {
+		t.Fatalf("termination: %d violations:\n%s", len(bad), harness.Report(bad))
+	}
 	return rows
 }
 
