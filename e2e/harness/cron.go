@@ -121,27 +121,7 @@ type Execution struct {
 }
 
 // Executions returns every execution, by id.
-func (l *Ledger) Executions(ctx context.Context) ([]Execution, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT id, job_id, kind, slot, state, coalesce(cause, ''), coalesce(owner, ''),
-		catchup, coalesce(message_id, 0), coalesce(output, '') FROM executions ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("read executions: %w", err)
-	}
-	defer rows.Close()
-	var out []Execution
-	for rows.Next() {
-		var e Execution
-		var slot string
-		if err := rows.Scan(&e.ID, &e.JobID, &e.Kind, &slot, &e.State, &e.Cause, &e.Owner, &e.CatchUp, &e.MessageID, &e.Output); err != nil {
-			return nil, err
-		}
-		if e.Slot, err = time.Parse(time.RFC3339Nano, slot); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
+func (l *Ledger) Executions(ctx context.Context) ([]Execution, error) { return l.ExecutionsAfter(ctx, 0) }
 
 // JobRow is one job as the ledger holds it.
 type JobRow struct {
