@@ -121,7 +121,9 @@ type Execution struct {
 }
 
 // Executions returns every execution, by id.
-func (l *Ledger) Executions(ctx context.Context) ([]Execution, error) { return l.ExecutionsAfter(ctx, 0) }
+func (l *Ledger) Executions(ctx context.Context) ([]Execution, error) {
+	return l.ExecutionsAfter(ctx, 0)
+}
 
 // JobRow is one job as the ledger holds it.
 type JobRow struct {
