@@ -50,21 +50,7 @@ func (c *VirtualClock) Advance(tb testing.TB, d time.Duration) { c.Set(tb, c.now
 func Settled(ctx context.Context, at time.Time, nodes ...*Node) error {
 	for _, n := range nodes {
 		err := Eventually(ctx, fmt.Sprintf("%s settled at %s", n.Name, at.Format(time.RFC3339)), func() error {
-			if n.Exited() {
-				return fmt.Errorf("%s exited: %v", n.Name, n.ExitErr())
-			}
-			var out struct {
-				Settled bool     `json:"settled"`
-				Reasons []string `json:"reasons"`
-			}
-			status, err := JSON(ctx, http.MethodGet, n.URL+"/v1/debug/settled?at="+at.UTC().Format(time.RFC3339Nano), nil, &out)
-			if err != nil {
-				return err
-			}
-			if status != http.StatusOK || !out.Settled {
-				return fmt.Errorf("not settled: %v", out.Reasons)
-			}
-			return nil
+			return settledOnce(ctx, n, at)
 		})
 		if err != nil {
 			return err
