@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,19 +30,6 @@ func version() string {
 	return "(devel)"
 }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("herald "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	return nil
-}
-
 // faultsCmd: `herald faults list` prints every fault point and its window.
 func faultsCmd(args []string, stdout io.Writer) error {
 	if len(args) != 1 || args[0] != "list" {
@@ -59,14 +44,14 @@ func faultsCmd(args []string, stdout io.Writer) error {
 
 // clockCmd: `herald clock set --file PATH INSTANT` and
 // `herald clock advance --file PATH DURATION` write the virtual clock file.
-func clockCmd(args []string, stdout, stderr io.Writer) error {
+func clockCmd(args []string, stdout io.Writer) error {
 	if len(args) == 0 || (args[0] != "set" && args[0] != "advance" && args[0] != "show") {
 		return fmt.Errorf("%w: want `herald clock set|advance|show --file PATH ...`", errUsage)
 	}
 	verb := args[0]
-	fs := newFlags("clock "+verb, stderr)
+	fs := quietFlags("clock "+verb, "clock set --file PATH INSTANT | advance --file PATH DURATION | show --file PATH", stdout)
 	file := fs.String("file", os.Getenv(clock.EnvFile), "clock file (default $HERALD_CLOCK_FILE)")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := fs.parse(args[1:]); err != nil {
 		return err
 	}
 	if *file == "" {
@@ -112,15 +97,15 @@ func clockCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // send posts one message to a running herald over its API.
-func send(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("send", stderr)
-	addr := fs.String("addr", firstNonEmpty(getenv("HERALD_ADDR"), gateway.DefaultAddr), "herald's address (env HERALD_ADDR)")
+func send(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := quietFlags("send", "send [--platform NAME] --chat ID --text TEXT|- [--key K] [--wait D]", stdout)
+	api := addrFlag(fs, getenv)
 	plat := fs.String("platform", "console", "platform name")
 	chat := fs.String("chat", "", "chat id (required)")
 	text := fs.String("text", "", "message text (- reads standard input)")
 	key := fs.String("key", "", "idempotency key")
 	wait := fs.Duration("wait", 0, "wait up to this long for a terminal state")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if *chat == "" || *text == "" {
@@ -133,10 +118,10 @@ func send(ctx context.Context, args []string, getenv func(string) string, stdout
 		}
 		*text = string(b)
 	}
-	body, _ := json.Marshal(map[string]string{"platform": *plat, "chat_id": *chat, "text": *text, "idempotency_key": *key})
-	base := "http://" + *addr
+	c := api()
+	body := map[string]string{"platform": *plat, "chat_id": *chat, "text": *text, "idempotency_key": *key}
 	var view map[string]any
-	if err := apiCall(ctx, http.MethodPost, base+"/v1/messages", getenv("HERALD_TOKEN"), body, &view); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/v1/messages", body, &view); err != nil {
 		return err
 	}
 	rc := clock.Real{}
@@ -152,37 +137,13 @@ func send(ctx context.Context, args []string, getenv func(string) string, stdout
 			return err
 		}
 		id := strconv.FormatFloat(view["id"].(float64), 'f', -1, 64)
-		if err := apiCall(ctx, http.MethodGet, base+"/v1/messages/"+id, getenv("HERALD_TOKEN"), nil, &view); err != nil {
+		if err := c.call(ctx, http.MethodGet, "/v1/messages/"+id, nil, &view); err != nil {
 			return err
 		}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(view)
-}
-
-func apiCall(ctx context.Context, method, url, token string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("call herald: %w (is `herald serve` running?)", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(b)))
-	}
-	return json.Unmarshal(b, out)
 }
 
 // openLedgerDB opens the database of a data directory for inspection.
@@ -195,17 +156,17 @@ func openLedgerDB(ctx context.Context, home string) (*store.DB, error) {
 }
 
 // ledgerCmd inspects the delivery ledger of a data directory.
-func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: want `herald ledger ls|show ID|stats`", errUsage)
 	}
 	verb := args[0]
-	fs := newFlags("ledger "+verb, stderr)
+	fs := quietFlags("ledger "+verb, "ledger ls [--open] [--limit N] | show ID | stats   [--home DIR] [--json]", stdout)
 	home := fs.String("home", firstNonEmpty(getenv("HERALD_HOME"), gateway.DefaultHome), "data directory")
 	asJSON := fs.Bool("json", false, "print JSON")
 	open := fs.Bool("open", false, "ls: only messages not yet terminal")
 	limit := fs.Int("limit", 50, "ls: how many")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := fs.parse(args[1:]); err != nil {
 		return err
 	}
 	db, err := openLedgerDB(ctx, *home)
@@ -271,10 +232,10 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // doctor checks a data directory: schema, integrity, owners, open rows.
-func doctor(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("doctor", stderr)
+func doctor(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := quietFlags("doctor", "doctor [--home DIR]", stdout)
 	home := fs.String("home", firstNonEmpty(getenv("HERALD_HOME"), gateway.DefaultHome), "data directory")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	db, err := openLedgerDB(ctx, *home)

@@ -69,19 +69,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "serve":
 		err = serve(ctx, args[1:], getenv, stdout, stderr)
 	case "send":
-		err = send(ctx, args[1:], getenv, stdout, stderr)
+		err = send(ctx, args[1:], getenv, stdout)
 	case "jobs":
 		err = jobsCmd(ctx, args[1:], getenv, stdout)
 	case "cron":
 		err = cronCmd(args[1:], getenv, stdout)
 	case "ledger":
-		err = ledgerCmd(ctx, args[1:], getenv, stdout, stderr)
+		err = ledgerCmd(ctx, args[1:], getenv, stdout)
 	case "doctor":
-		err = doctor(ctx, args[1:], getenv, stdout, stderr)
+		err = doctor(ctx, args[1:], getenv, stdout)
 	case "faults":
 		err = faultsCmd(args[1:], stdout)
 	case "clock":
-		err = clockCmd(args[1:], stdout, stderr)
+		err = clockCmd(args[1:], stdout)
 	case "version":
 		fmt.Fprintln(stdout, "herald", version())
 	case "help", "-h", "--help":
