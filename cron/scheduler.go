@@ -689,25 +689,11 @@ func (s *Scheduler) Run(ctx, runCtx context.Context) error {
 		if _, err := s.RunOnce(ctx, runCtx); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 			s.log.Error("scheduler tick", "err", err)
 		}
-		var due <-chan time.Time
-		var dueTimer clock.Timer
-		if at, ok, err := s.nextWake(ctx); err == nil && ok {
-			dueTimer = s.clk.NewTimer(at.Sub(s.clk.Now()))
-			due = dueTimer.C()
+		at, _, err := s.nextWake(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("next wake", "err", err)
 		}
-		// Real time: other processes' changes must be seen even while a
-		// virtual clock stands still.
-		poll := clock.Real{}.NewTimer(s.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-		case <-s.wake:
-		case <-due:
-		case <-poll.C():
-		}
-		poll.Stop()
-		if dueTimer != nil {
-			dueTimer.Stop()
-		}
+		clock.Idle(ctx, s.clk, s.wake, at, s.cfg.PollInterval)
 	}
 }
 

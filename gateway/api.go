@@ -217,20 +217,8 @@ func viewOf(m outbox.Message) messageView {
 
 func (g *Gateway) postMessage(w http.ResponseWriter, r *http.Request) {
 	var req messageRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			g.writeError(w, r, &httpError{http.StatusRequestEntityTooLarge, "body_too_large",
-				fmt.Errorf("request body exceeds the limit of %d bytes", tooBig.Limit)})
-			return
-		}
-		g.writeError(w, r, badRequest("malformed_json", "request body is not a valid message object: %v", err))
-		return
-	}
-	if dec.More() {
-		g.writeError(w, r, badRequest("malformed_json", "request body has data after the JSON object"))
+	if err := decodeStrict(r, &req); err != nil {
+		g.writeError(w, r, err)
 		return
 	}
 	if k := r.Header.Get("Idempotency-Key"); k != "" {

@@ -131,25 +131,11 @@ func (w *Worker) Run(ctx, deliverCtx context.Context) error {
 			w.log.Error("claim obligations", "err", err)
 		}
 		w.maintain(ctx)
-		var due <-chan time.Time
-		var dueTimer clock.Timer
-		if at, ok, err := w.l.NextWake(ctx); err == nil && ok {
-			dueTimer = clk.NewTimer(at.Sub(clk.Now()))
-			due = dueTimer.C()
+		at, _, err := w.l.NextWake(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("next wake", "err", err)
 		}
-		// The poll runs on real time: it looks for what other processes did,
-		// which a virtual clock standing still must not hide.
-		poll := clock.Real{}.NewTimer(w.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-		case <-w.wake:
-		case <-due:
-		case <-poll.C():
-		}
-		poll.Stop()
-		if dueTimer != nil {
-			dueTimer.Stop()
-		}
+		clock.Idle(ctx, clk, w.wake, at, w.cfg.PollInterval)
 	}
 }
 

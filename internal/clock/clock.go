@@ -129,3 +129,24 @@ func PollReal(ctx context.Context, interval time.Duration, cond func() bool) err
 		}
 	}
 }
+
+// Idle blocks a service loop until there may be work: ctx is done, wake
+// receives, c reaches at (when at is not zero), or poll of real time has
+// passed. The poll runs on real time because it looks for what other
+// processes did, which a virtual clock standing still must not hide.
+func Idle(ctx context.Context, c Clock, wake <-chan struct{}, at time.Time, poll time.Duration) {
+	var due <-chan time.Time
+	if !at.IsZero() {
+		t := c.NewTimer(at.Sub(c.Now()))
+		defer t.Stop()
+		due = t.C()
+	}
+	p := time.NewTimer(poll)
+	defer p.Stop()
+	select {
+	case <-ctx.Done():
+	case <-wake:
+	case <-due:
+	case <-p.C:
+	}
+}

@@ -151,3 +151,25 @@ func TestOpenFileRejectsGarbage(t *testing.T) {
 		t.Fatalf("FromEnv without %s = %T, want clock.Real", clock.EnvFile, c)
 	}
 }
+
+func TestIdleReturnsOnWakeDeadlineOrContext(t *testing.T) {
+	m := clock.NewManual(t0)
+	wake := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() { clock.Idle(context.Background(), m, wake, t0.Add(time.Hour), time.Hour); close(done) }()
+	if err := m.WaitForTimers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	m.Advance(time.Hour)
+	<-done // the virtual deadline
+
+	done = make(chan struct{})
+	go func() { clock.Idle(context.Background(), m, wake, time.Time{}, time.Hour); close(done) }()
+	wake <- struct{}{}
+	<-done // a wake-up
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	clock.Idle(ctx, m, wake, time.Time{}, time.Hour) // a done context
+	clock.Idle(context.Background(), m, wake, time.Time{}, time.Millisecond)
+}
