@@ -39,6 +39,14 @@ type candidate struct {
 	platform string
 }
 
+// openChatHead is the condition that row o is open and the head (lowest
+// open id) of its (platform, chat): the only row of a chat a claim may take,
+// which keeps one obligation per chat in flight, in acceptance order.
+const openChatHead = `o.state IN ('pending', 'attempting', 'failed')
+		  AND o.id = (SELECT min(h.id) FROM obligations h
+		              WHERE h.platform = o.platform AND h.chat_id = o.chat_id
+		                AND h.state IN ('pending', 'attempting', 'failed'))`
+
 // claimMode selects which rows a claim may take.
 type claimMode int
 
@@ -59,10 +67,7 @@ const (
 func (l *Ledger) candidates(ctx context.Context, now time.Time, mode claimMode, known func(string) bool, n int) ([]candidate, error) {
 	q := `SELECT o.id, o.state, o.fencing_token, o.attempts, o.owner, o.lease_until, o.platform
 		FROM obligations o
-		WHERE o.state IN ('pending', 'attempting', 'failed')
-		  AND o.id = (SELECT min(h.id) FROM obligations h
-		              WHERE h.platform = o.platform AND h.chat_id = o.chat_id
-		                AND h.state IN ('pending', 'attempting', 'failed'))
+		WHERE `+openChatHead+`
 		  AND ((o.state IN ('pending', 'failed') AND o.next_attempt_at <= :now)
 		    OR (o.state = 'attempting' AND (o.owner IS NULL OR o.owner != :self)))
 		  AND NOT EXISTS (SELECT 1 FROM chat_holds c
@@ -237,10 +242,7 @@ func (l *Ledger) NextWake(ctx context.Context) (time.Time, bool, error) {
 func (l *Ledger) DueBy(ctx context.Context, at time.Time) (int, error) {
 	var n int
 	err := l.db.QueryRow(ctx, `SELECT count(*) FROM obligations o
-		WHERE o.state IN ('pending', 'attempting', 'failed')
-		  AND o.id = (SELECT min(h.id) FROM obligations h
-		              WHERE h.platform = o.platform AND h.chat_id = o.chat_id
-		                AND h.state IN ('pending', 'attempting', 'failed'))
+		WHERE `+openChatHead+`
 		  AND (o.state = 'attempting' OR (o.next_attempt_at <= :at
 		       AND NOT EXISTS (SELECT 1 FROM chat_holds c WHERE c.platform = o.platform
 		                       AND c.chat_id IN (o.chat_id, '') AND c.not_before > :at)))`,
