@@ -48,15 +48,7 @@ func (c *VirtualClock) Advance(tb testing.TB, d time.Duration) { c.Set(tb, c.now
 // Settled waits until every node reports (GET /v1/debug/settled?at=) that
 // all due at or before at is done.
 func Settled(ctx context.Context, at time.Time, nodes ...*Node) error {
-	for _, n := range nodes {
-		err := Eventually(ctx, fmt.Sprintf("%s settled at %s", n.Name, at.Format(time.RFC3339)), func() error {
-			return settledOnce(ctx, n, at)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return SettledEvery(ctx, 20*time.Millisecond, at, nodes...)
 }
 
 // Job is the part of a job the suites send and read (POST /v1/jobs).
