@@ -67,7 +67,7 @@ const (
 func (l *Ledger) candidates(ctx context.Context, now time.Time, mode claimMode, known func(string) bool, n int) ([]candidate, error) {
 	q := `SELECT o.id, o.state, o.fencing_token, o.attempts, o.owner, o.lease_until, o.platform
 		FROM obligations o
-		WHERE `+openChatHead+`
+		WHERE ` + openChatHead + `
 		  AND ((o.state IN ('pending', 'failed') AND o.next_attempt_at <= :now)
 		    OR (o.state = 'attempting' AND (o.owner IS NULL OR o.owner != :self)))
 		  AND NOT EXISTS (SELECT 1 FROM chat_holds c
